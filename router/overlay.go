@@ -1,0 +1,72 @@
+package router
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/weaveworks/mesh"
+)
+
+// FrameHandler receives Ethernet frames that arrived over an overlay.
+// Overlays call it from their receive goroutines; implementations must be
+// safe for concurrent use.
+type FrameHandler interface {
+	// HandleForwarded is called for every data frame an overlay receives.
+	// srcPeer is the peer that captured the frame, dstPeer the peer it is
+	// addressed to (for broadcasts, the next hop, i.e. us). frame is only
+	// valid for the duration of the call.
+	HandleForwarded(srcPeer, dstPeer mesh.PeerName, frame []byte)
+}
+
+// Overlay is one data-plane transport (sleeve, fastdp). The router's
+// OverlaySwitch offers every registered Overlay to each mesh connection and
+// forwards over the best one that is established.
+type Overlay interface {
+	// Name is the name advertised in the "Overlays" connection feature
+	// (e.g. "sleeve").
+	Name() string
+	// PrepareConnection returns a passive forwarder for one mesh
+	// connection. It must stay passive until Confirm is called.
+	// params.SendControlMessage already wraps messages for this overlay.
+	PrepareConnection(params mesh.OverlayConnectionParams) (Forwarder, error)
+	// Diagnostics returns typed, JSON-encodable status.
+	Diagnostics() any
+	// Stop releases sockets and goroutines. Idempotent.
+	Stop()
+}
+
+// Forwarder carries frames to one remote peer over one overlay.
+type Forwarder interface {
+	mesh.OverlayConnection
+	// Forward sends one frame towards the forwarder's remote peer.
+	// srcPeer is the capturing peer, dstPeer the final destination peer
+	// (for broadcasts: the remote peer of this forwarder). frame must not
+	// be retained after Forward returns. Forward must be safe for
+	// concurrent use and must not allocate on the steady-state path.
+	//
+	// It returns nil when the frame was queued or sent, ErrCannotForward
+	// when this overlay cannot carry it (the switch then tries the next
+	// overlay), or a *FrameTooBigError when an IPv4 frame with DF set does
+	// not fit the path MTU (the router answers the sender with ICMP
+	// "fragmentation needed").
+	Forward(srcPeer, dstPeer mesh.PeerName, frame []byte) error
+}
+
+// ErrCannotForward is returned by Forwarder.Forward when the overlay cannot
+// carry a frame and another overlay should be tried.
+var ErrCannotForward = errors.New("overlay cannot forward this frame")
+
+// FrameTooBigError reports that a frame with the IPv4 DF bit set is larger
+// than the path allows. MTU is the largest IP packet that fits.
+type FrameTooBigError struct {
+	MTU int
+}
+
+func (e *FrameTooBigError) Error() string {
+	return fmt.Sprintf("frame too big for path MTU %d", e.MTU)
+}
+
+// Injector writes frames into the local bridge.
+type Injector interface {
+	InjectFrame(frame []byte) error
+}
