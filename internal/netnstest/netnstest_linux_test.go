@@ -1,0 +1,102 @@
+package netnstest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTopologyUnderlay checks the harness without weave: hosts reach each
+// other over the underlay bridge, CutLink blocks exactly one pair, and
+// RestoreLink brings it back.
+func TestTopologyUnderlay(t *testing.T) {
+	tp := New(t, Config{Hosts: 3})
+	h1, h2, h3 := tp.Host(1), tp.Host(2), tp.Host(3)
+	if h3.IP != "192.168.100.3" || !strings.HasPrefix(h1.NS, tp.Prefix+"-") {
+		t.Fatalf("unexpected naming: %+v prefix %s", h3, tp.Prefix)
+	}
+	for _, p := range [][2]*Host{{h1, h2}, {h2, h3}, {h1, h3}} {
+		if out, err := Ping(p[0].NS, p[1].IP, 1); err != nil {
+			t.Fatalf("ping %s -> %s over the underlay: %v\n%s", p[0].Name, p[1].Name, err, out)
+		}
+	}
+	tp.CutLink(h1, h3)
+	if out, err := Output(h1.NS, "ping", "-n", "-c", "1", "-W", "1", h3.IP); err == nil {
+		t.Fatalf("ping h1 -> h3 succeeded through a cut link:\n%s", out)
+	}
+	if out, err := Output(h3.NS, "ping", "-n", "-c", "1", "-W", "1", h1.IP); err == nil {
+		t.Fatalf("ping h3 -> h1 succeeded through a cut link:\n%s", out)
+	}
+	if out, err := Ping(h1.NS, h2.IP, 1); err != nil {
+		t.Fatalf("cutting h1<->h3 broke h1 -> h2: %v\n%s", err, out)
+	}
+	tp.RestoreLink(h1, h3)
+	if out, err := Ping(h1.NS, h3.IP, 1); err != nil {
+		t.Fatalf("ping h1 -> h3 after RestoreLink: %v\n%s", err, out)
+	}
+}
+
+// TestCleanupRemovesNamespacesAndProcesses checks that a finished
+// topology leaves no namespace and no process behind.
+func TestCleanupRemovesNamespacesAndProcesses(t *testing.T) {
+	RequireRoot(t)
+	var names []string
+	var proc *Proc
+	t.Run("inner", func(t *testing.T) {
+		tp := New(t, Config{Hosts: 1})
+		c := tp.NewContainer(tp.Host(1), "c1", "10.2.1.1/24")
+		names = []string{tp.Underlay, tp.Host(1).NS, c.NS}
+		proc = tp.Start(c.NS, "sleep", "300")
+	})
+	for _, ns := range names {
+		if _, err := os.Stat(NSPath(ns)); err == nil {
+			t.Errorf("namespace %s still exists after cleanup", ns)
+		}
+	}
+	select {
+	case <-proc.Done():
+	default:
+		t.Errorf("background process %d still running after cleanup", proc.Cmd.Process.Pid)
+	}
+}
+
+// TestSweepRemovesOrphans fakes a namespace left by a dead test process
+// and checks Sweep removes it while a live creator's namespace stays.
+func TestSweepRemovesOrphans(t *testing.T) {
+	RequireRoot(t)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatalf("run true: %v", err)
+	}
+	orphan := fmt.Sprintf("%s-%d-h1", newPrefix(), dead.Process.Pid)
+	live := fmt.Sprintf("%s-%d-h1", newPrefix(), os.Getpid())
+	for _, ns := range []string{orphan, live} {
+		if out, err := run("ip", "netns", "add", ns); err != nil {
+			t.Fatalf("add %s: %v %s", ns, err, out)
+		}
+		t.Cleanup(func() { _ = deleteNS(ns) })
+	}
+	if err := Sweep(); err != nil {
+		t.Fatalf("Sweep: %v", err)
+	}
+	if _, err := os.Stat(NSPath(orphan)); err == nil {
+		t.Errorf("orphan namespace %s survived Sweep", orphan)
+	}
+	if _, err := os.Stat(NSPath(live)); err != nil {
+		t.Errorf("live namespace %s removed by Sweep: %v", live, err)
+	}
+}
+
+func TestPollReturnsLastError(t *testing.T) {
+	n := 0
+	err := Poll(50*time.Millisecond, func() error { n++; return fmt.Errorf("attempt %d", n) })
+	if err == nil || err.Error() != fmt.Sprintf("attempt %d", n) || n < 2 {
+		t.Fatalf("Poll = %v after %d attempts; want the last attempt's error after >= 2", err, n)
+	}
+	if err := Poll(time.Second, func() error { return nil }); err != nil {
+		t.Fatalf("Poll with a true condition = %v", err)
+	}
+}

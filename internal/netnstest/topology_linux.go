@@ -1,0 +1,199 @@
+package netnstest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// UnderlaySubnet is the /24 the hosts' eth0 addresses come from.
+const UnderlaySubnet = "192.168.100"
+
+// Config configures a Topology.
+type Config struct {
+	// Hosts is the number of host namespaces; default 2.
+	Hosts int
+	// Weave is the path of the `weave` script used by StartRouter, Weave and
+	// Attach; default: the file "weave" in the module root (found by walking
+	// up from the working directory to go.mod). A "bin" directory next to it
+	// is put first on PATH for the script.
+	Weave string
+	// HTTPAddr is WEAVE_HTTP_ADDR for every router; default 127.0.0.1:6784
+	// (each host namespace has its own loopback).
+	HTTPAddr string
+}
+
+func (c Config) withDefaults() Config {
+	if c.Hosts == 0 {
+		c.Hosts = 2
+	}
+	if c.HTTPAddr == "" {
+		c.HTTPAddr = "127.0.0.1:6784"
+	}
+	if c.Weave == "" {
+		if root, err := ModuleRoot(); err == nil {
+			c.Weave = filepath.Join(root, "weave")
+		}
+	}
+	return c
+}
+
+// Host is one simulated machine: a network namespace with eth0 on the
+// underlay and its own weave run and data directories.
+type Host struct {
+	Index   int    // 1-based
+	Name    string // logical name, "h1"
+	NS      string // namespace name
+	IP      string // underlay address without prefix length, 192.168.100.N
+	RunDir  string // WEAVE_RUN_DIR
+	DataDir string // WEAVE_DATA_DIR
+}
+
+// Container is a namespace attached to a host's weave bridge.
+type Container struct {
+	Name string // logical name, "c1"
+	NS   string // namespace name
+	CIDR string // address given to `weave attach`, 10.2.1.1/24
+	Host *Host
+}
+
+// IP returns the container address without the prefix length.
+func (c *Container) IP() string { ip, _, _ := strings.Cut(c.CIDR, "/"); return ip }
+
+// Topology is an underlay bridge plus host and container namespaces, all
+// removed when the test ends.
+type Topology struct {
+	t        testing.TB
+	cfg      Config
+	Prefix   string // "w" + 5 hex digits, unique per topology
+	Underlay string // underlay namespace name (bridge br0)
+	hosts    []*Host
+
+	mu         sync.Mutex
+	containers []*Container
+	procs      []*Proc
+	cuts       map[[2]int]bool
+}
+
+var sweepOnce sync.Once
+
+// New builds the underlay and cfg.Hosts hosts, registering cleanup with
+// t. It calls RequireRoot first and, once per process, sweeps namespaces
+// left behind by dead test processes.
+func New(t testing.TB, cfg Config) *Topology {
+	t.Helper()
+	RequireRoot(t)
+	RequireTools(t, "ip", "iptables")
+	sweepOnce.Do(func() {
+		if err := Sweep(); err != nil {
+			t.Logf("netnstest: sweep: %v", err)
+		}
+	})
+	cfg = cfg.withDefaults()
+	tp := &Topology{t: t, cfg: cfg, Prefix: newPrefix(), cuts: map[[2]int]bool{}}
+	base := t.TempDir()
+	t.Cleanup(tp.cleanup)
+	tp.Underlay = tp.nsName("ul")
+	tp.addNS(tp.Underlay)
+	tp.mustRun(tp.Underlay, "ip", "link", "add", "br0", "type", "bridge")
+	tp.mustRun(tp.Underlay, "ip", "link", "set", "br0", "up")
+	for i := 1; i <= cfg.Hosts; i++ {
+		tp.hosts = append(tp.hosts, tp.addHost(i, base))
+	}
+	return tp
+}
+
+func newPrefix() string {
+	var b [3]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("read random prefix: %v", err))
+	}
+	return "w" + hex.EncodeToString(b[:])[:5]
+}
+
+// nsName embeds the prefix and the creator PID (for the sweeper).
+func (tp *Topology) nsName(role string) string {
+	return fmt.Sprintf("%s-%d-%s", tp.Prefix, os.Getpid(), role)
+}
+
+func (tp *Topology) addNS(ns string) {
+	tp.t.Helper()
+	if out, err := run("ip", "netns", "add", ns); err != nil {
+		tp.t.Fatalf("add namespace %s: %v: %s", ns, err, out)
+	}
+	tp.mustRun(ns, "ip", "link", "set", "lo", "up")
+	// No IPv6: keeps captures free of router solicitations and DAD.
+	tp.mustRun(ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
+}
+
+func (tp *Topology) addHost(i int, base string) *Host {
+	tp.t.Helper()
+	h := &Host{Index: i, Name: fmt.Sprintf("h%d", i), IP: fmt.Sprintf("%s.%d", UnderlaySubnet, i)}
+	h.NS = tp.nsName(h.Name)
+	h.RunDir = filepath.Join(base, h.Name, "run")
+	h.DataDir = filepath.Join(base, h.Name, "data")
+	for _, d := range []string{h.RunDir, h.DataDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			tp.t.Fatalf("create %s: %v", d, err)
+		}
+	}
+	tp.addNS(h.NS)
+	ul := fmt.Sprintf("v%s", h.Name) // underlay side, inside the underlay namespace
+	tp.mustRunRoot("ip", "link", "add", ul, "netns", tp.Underlay, "type", "veth", "peer", "name", "eth0", "netns", h.NS)
+	tp.mustRun(tp.Underlay, "ip", "link", "set", ul, "master", "br0")
+	tp.mustRun(tp.Underlay, "ip", "link", "set", ul, "up")
+	tp.mustRun(h.NS, "ip", "addr", "add", h.IP+"/24", "dev", "eth0")
+	tp.mustRun(h.NS, "ip", "link", "set", "eth0", "up")
+	return h
+}
+
+// Host returns host i (1-based).
+func (tp *Topology) Host(i int) *Host { return tp.hosts[i-1] }
+
+// Hosts returns all hosts in index order.
+func (tp *Topology) Hosts() []*Host { return tp.hosts }
+
+// NewContainer creates an empty container namespace for host h, without
+// attaching it (see Attach).
+func (tp *Topology) NewContainer(h *Host, name, cidr string) *Container {
+	tp.t.Helper()
+	c := &Container{Name: name, NS: tp.nsName(name), CIDR: cidr, Host: h}
+	tp.addNS(c.NS)
+	tp.mu.Lock()
+	tp.containers = append(tp.containers, c)
+	tp.mu.Unlock()
+	return c
+}
+
+// AddContainer creates a container namespace and runs `weave attach CIDR
+// /var/run/netns/NS` on its host, failing t on error.
+func (tp *Topology) AddContainer(h *Host, name, cidr string) *Container {
+	tp.t.Helper()
+	c := tp.NewContainer(h, name, cidr)
+	if out, err := tp.Weave(h, "attach", cidr, NSPath(c.NS)); err != nil {
+		tp.t.Fatalf("weave attach %s %s on %s: %v\n%s", cidr, c.NS, h.Name, err, out)
+	}
+	return c
+}
+
+// NSPath is the bind-mount path of a named namespace.
+func NSPath(ns string) string { return filepath.Join("/var/run/netns", ns) }
+
+func (tp *Topology) mustRun(ns string, args ...string) {
+	tp.t.Helper()
+	if err := Exec(ns, args...); err != nil {
+		tp.t.Fatal(err)
+	}
+}
+
+func (tp *Topology) mustRunRoot(args ...string) {
+	tp.t.Helper()
+	if out, err := run(args[0], args[1:]...); err != nil {
+		tp.t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
