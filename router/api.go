@@ -2,58 +2,144 @@ package router
 
 import (
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/weaveworks/mesh"
 )
 
-// Config configures a NetworkRouter.
+// Default values for Config fields left zero.
+const (
+	// DefaultMACMaxAge is how long a MAC cache entry lives without traffic
+	// (Weave's macMaxAge).
+	DefaultMACMaxAge = 10 * time.Minute
+	// DefaultMACMoveGrace is how long after a MAC was last seen behind a
+	// remote peer a frame captured locally from that MAC is still treated
+	// as a loop (dropped) rather than as the container having moved here.
+	DefaultMACMoveGrace = 2 * time.Second
+)
+
+// Config configures a NetworkRouter. Zero fields take the documented
+// defaults.
 type Config struct {
-	Logger    *slog.Logger
-	MACMaxAge time.Duration // MAC cache entry lifetime; default 10 min (Weave's macMaxAge)
-	PktDebug  bool          // log every frame decision at debug level
+	Logger       *slog.Logger  // default: a logger that discards everything
+	MACMaxAge    time.Duration // MAC cache entry lifetime; default 10 min (Weave's macMaxAge)
+	MACMoveGrace time.Duration // loop-protection window, see macCache; default 2 s
+	PktDebug     bool          // log every frame decision at debug level
+
+	// Now is the clock; default time.Now. Tests inject a fake.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.MACMaxAge <= 0 {
+		c.MACMaxAge = DefaultMACMaxAge
+	}
+	if c.MACMoveGrace <= 0 {
+		c.MACMoveGrace = DefaultMACMoveGrace
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
 }
 
 // NetworkRouter is the L2 switch between the local bridge and the overlays:
 // MAC learning, unicast along mesh unicast routes, broadcast along mesh
 // broadcast routes, relaying for multi-hop.
-type NetworkRouter struct{}
+type NetworkRouter struct {
+	cfg Config
+	log *slog.Logger
+	sw  *OverlaySwitch
+	mac *macCache
+
+	// Set by Start; read-only afterwards.
+	mesh    *mesh.Router
+	ourself mesh.PeerName
+	inj     Injector
+
+	lifecycle struct {
+		sync.Mutex
+		started bool
+		stopped bool
+		stop    chan struct{}
+		wg      sync.WaitGroup
+	}
+}
 
 // NewNetworkRouter builds a router over the given overlays, in preference
 // order (e.g. fastdp, sleeve).
-func NewNetworkRouter(cfg Config, overlays ...Overlay) *NetworkRouter { panic("TODO") }
+func NewNetworkRouter(cfg Config, overlays ...Overlay) *NetworkRouter {
+	cfg = cfg.withDefaults()
+	r := &NetworkRouter{
+		cfg: cfg,
+		log: cfg.Logger,
+		sw:  NewOverlaySwitch(cfg.Logger, overlays...),
+		mac: newMACCache(cfg.MACMaxAge, cfg.MACMoveGrace, cfg.Now),
+	}
+	r.lifecycle.stop = make(chan struct{})
+	return r
+}
 
 // MeshOverlay is the mesh.Overlay (the overlay switch) to pass to
 // mesh.NewRouter.
-func (r *NetworkRouter) MeshOverlay() mesh.Overlay { panic("TODO") }
+func (r *NetworkRouter) MeshOverlay() mesh.Overlay { return r.sw }
+
+// Switch returns the overlay switch (the same object as MeshOverlay).
+func (r *NetworkRouter) Switch() *OverlaySwitch { return r.sw }
 
 // Start binds the router to the mesh (routes, peers) and the bridge
-// injector. Call after mesh.NewRouter and before mesh.Router.Start.
-func (r *NetworkRouter) Start(m *mesh.Router, inj Injector) { panic("TODO") }
-
-// HandleCaptured is called for every frame captured from the local bridge.
-func (r *NetworkRouter) HandleCaptured(frame []byte) { panic("TODO") }
-
-// HandleForwarded implements FrameHandler.
-func (r *NetworkRouter) HandleForwarded(srcPeer, dstPeer mesh.PeerName, frame []byte) {
-	panic("TODO")
+// injector, and starts MAC cache expiry. Call after mesh.NewRouter and
+// before mesh.Router.Start. Calling it twice is a no-op.
+func (r *NetworkRouter) Start(m *mesh.Router, inj Injector) {
+	r.lifecycle.Lock()
+	defer r.lifecycle.Unlock()
+	if r.lifecycle.started || r.lifecycle.stopped {
+		return
+	}
+	r.lifecycle.started = true
+	r.mesh = m
+	r.ourself = m.Ourself.Name
+	r.inj = inj
+	m.Peers.OnGC(r.peerGone)
+	r.lifecycle.wg.Add(1)
+	go r.expireLoop(r.lifecycle.stop)
 }
 
-// Status is the router part of Weave's report (Interface, CaptureStats, MACs).
-type Status struct {
-	MACs []MACStatus
+func (r *NetworkRouter) peerGone(p *mesh.Peer) {
+	if n := r.mac.DeletePeer(p.Name); n > 0 {
+		r.log.Info("purged MACs of removed peer", "peer", p.String(), "count", n)
+	}
 }
 
-// MACStatus is one MAC cache entry as Weave reports it.
-type MACStatus struct {
-	Mac      string
-	Name     string
-	NickName string
-	LastSeen time.Time
+func (r *NetworkRouter) expireLoop(stop <-chan struct{}) {
+	defer r.lifecycle.wg.Done()
+	t := time.NewTicker(min(r.cfg.MACMaxAge/10, time.Minute))
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			if n := r.mac.Expire(); n > 0 {
+				r.log.Debug("expired MAC cache entries", "count", n)
+			}
+		}
+	}
 }
 
-// Status returns a snapshot of the router's state.
-func (r *NetworkRouter) Status() Status { panic("TODO") }
-
-// Stop stops the router's background work. Idempotent.
-func (r *NetworkRouter) Stop() { panic("TODO") }
+// Stop stops the router's background work and the overlay switch (and so
+// every overlay). Idempotent.
+func (r *NetworkRouter) Stop() {
+	r.lifecycle.Lock()
+	if !r.lifecycle.stopped {
+		r.lifecycle.stopped = true
+		close(r.lifecycle.stop)
+	}
+	r.lifecycle.Unlock()
+	r.lifecycle.wg.Wait()
+	r.sw.Stop()
+}

@@ -1,0 +1,143 @@
+package router
+
+import (
+	"errors"
+
+	"github.com/weaveworks/mesh"
+)
+
+// ethHeaderLen is the length of an untagged Ethernet header.
+const ethHeaderLen = 14
+
+// stpMAC is the IEEE 802.1D bridge group address used by STP BPDUs, which
+// must never cross the overlay.
+var stpMAC = MAC{0x01, 0x80, 0xc2, 0x00, 0x00, 0x00}
+
+// isGroup reports whether mac is a broadcast or multicast address.
+func isGroup(mac MAC) bool { return mac[0]&1 != 0 }
+
+// HandleCaptured is called for every frame captured from the local bridge.
+// It must not be called before Start. It does not retain frame.
+func (r *NetworkRouter) HandleCaptured(frame []byte) {
+	if len(frame) < ethHeaderLen || r.mesh == nil {
+		return
+	}
+	dst, src := macAt(frame, 0), macAt(frame, 6)
+	if dst == stpMAC {
+		return
+	}
+	switch r.mac.Add(src, r.ourself) {
+	case macConflict:
+		if r.cfg.PktDebug {
+			r.log.Debug("drop captured frame: src MAC belongs to a remote peer (loop)", "mac", src.String())
+		}
+		return
+	case macMoved:
+		r.log.Info("MAC moved to this peer", "mac", src.String())
+	}
+	if !isGroup(dst) {
+		if peer, ok := r.mac.Lookup(dst); ok {
+			if peer != r.ourself {
+				r.relayUnicast(r.ourself, peer, frame, true)
+			}
+			return // local destinations are delivered by the bridge itself
+		}
+	}
+	r.relayBroadcast(r.ourself, frame)
+}
+
+// HandleForwarded implements FrameHandler. It does not retain frame.
+func (r *NetworkRouter) HandleForwarded(srcPeer, dstPeer mesh.PeerName, frame []byte) {
+	if len(frame) < ethHeaderLen || r.mesh == nil || srcPeer == r.ourself {
+		return
+	}
+	if dstPeer != r.ourself {
+		r.relayUnicast(srcPeer, dstPeer, frame, false)
+		return
+	}
+	dst, src := macAt(frame, 0), macAt(frame, 6)
+	if r.mac.AddForced(src, srcPeer) == macMoved {
+		r.log.Info("MAC moved to another peer", "mac", src.String(), "peer", srcPeer.String())
+	}
+	r.inject(frame)
+	if !isGroup(dst) {
+		if peer, ok := r.mac.Lookup(dst); ok && peer == r.ourself {
+			return
+		}
+	}
+	r.relayBroadcast(srcPeer, frame)
+}
+
+func (r *NetworkRouter) inject(frame []byte) {
+	if r.inj == nil {
+		return
+	}
+	if err := r.inj.InjectFrame(frame); err != nil && r.cfg.PktDebug {
+		r.log.Debug("inject frame failed", "err", err)
+	}
+}
+
+// relayUnicast sends frame towards dstPeer via the next hop of the unicast
+// route. captured tells whether the frame came from our own bridge, in
+// which case a FrameTooBigError is answered with ICMP "fragmentation
+// needed".
+func (r *NetworkRouter) relayUnicast(srcPeer, dstPeer mesh.PeerName, frame []byte, captured bool) {
+	hop, ok := r.mesh.Routes.Unicast(dstPeer)
+	if !ok {
+		if r.cfg.PktDebug {
+			r.log.Debug("drop frame: no unicast route", "peer", dstPeer.String())
+		}
+		return
+	}
+	fwd := r.sw.forwarderFor(hop)
+	if fwd == nil {
+		if r.cfg.PktDebug {
+			r.log.Debug("drop frame: no forwarder", "peer", hop.String())
+		}
+		return
+	}
+	if err := fwd.Forward(srcPeer, dstPeer, frame); err != nil {
+		r.unicastFailed(err, hop, frame, captured)
+	}
+}
+
+func (r *NetworkRouter) unicastFailed(err error, hop mesh.PeerName, frame []byte, captured bool) {
+	var tooBig *FrameTooBigError
+	if captured && errors.As(err, &tooBig) {
+		r.sendFragNeeded(frame, tooBig.MTU)
+		return
+	}
+	if r.cfg.PktDebug {
+		r.log.Debug("forward frame failed", "peer", hop.String(), "err", err)
+	}
+}
+
+// relayBroadcast floods frame along the broadcast tree rooted at srcPeer.
+// Each next hop is addressed as the frame's destination peer.
+func (r *NetworkRouter) relayBroadcast(srcPeer mesh.PeerName, frame []byte) {
+	for _, hop := range r.mesh.Routes.Broadcast(srcPeer) {
+		fwd := r.sw.forwarderFor(hop)
+		if fwd == nil {
+			continue
+		}
+		if err := fwd.Forward(srcPeer, hop, frame); err != nil && r.cfg.PktDebug {
+			r.log.Debug("broadcast frame failed", "peer", hop.String(), "err", err)
+		}
+	}
+}
+
+// sendFragNeeded answers an oversized DF frame with ICMP "fragmentation
+// needed", injected into the local bridge as if from the destination.
+func (r *NetworkRouter) sendFragNeeded(frame []byte, mtu int) {
+	reply, err := FragNeeded(frame, mtu)
+	if err != nil {
+		if r.cfg.PktDebug {
+			r.log.Debug("cannot build ICMP frag-needed", "err", err)
+		}
+		return
+	}
+	if r.cfg.PktDebug {
+		r.log.Debug("frame too big, sent ICMP frag-needed", "mtu", mtu)
+	}
+	r.inject(reply)
+}

@@ -1,0 +1,198 @@
+package router
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/weaveworks/mesh"
+)
+
+// OverlaysFeature is the connection feature listing a peer's overlays,
+// space-separated, in its preference order.
+const OverlaysFeature = "Overlays"
+
+// compatOverlayName is the overlay used, unwrapped, with peers that do not
+// send the Overlays feature.
+const compatOverlayName = "sleeve"
+
+// ErrNoCommonOverlay is returned by PrepareConnection when the remote peer
+// supports none of our overlays.
+var ErrNoCommonOverlay = errors.New("no overlays in common with peer")
+
+// HealthNotifier may be implemented by a Forwarder that can be temporarily
+// unusable without failing (e.g. fastdp after lost heartbeats). It sends
+// false when the forwarder goes on hold and true when it is healthy again.
+// The switch prefers forwarders that are not on hold.
+type HealthNotifier interface {
+	HealthChannel() <-chan bool
+}
+
+// OverlaySwitch is the mesh.Overlay that offers every registered Overlay to
+// each mesh connection and forwards over the best established one.
+type OverlaySwitch struct {
+	log      *slog.Logger
+	overlays []Overlay
+
+	// fwds maps remote peer -> its confirmed switch forwarder. The map is
+	// immutable once published; writers copy it under fwdsMu.
+	fwds   atomic.Pointer[map[mesh.PeerName]*SwitchForwarder]
+	fwdsMu sync.Mutex
+
+	stopOnce sync.Once
+}
+
+var _ mesh.Overlay = (*OverlaySwitch)(nil)
+
+// NewOverlaySwitch builds a switch over overlays in preference order.
+func NewOverlaySwitch(log *slog.Logger, overlays ...Overlay) *OverlaySwitch {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &OverlaySwitch{log: log, overlays: overlays}
+	empty := map[mesh.PeerName]*SwitchForwarder{}
+	s.fwds.Store(&empty)
+	return s
+}
+
+// AddFeaturesTo implements mesh.Overlay: it advertises our overlay names.
+func (s *OverlaySwitch) AddFeaturesTo(features map[string]string) {
+	names := make([]string, len(s.overlays))
+	for i, o := range s.overlays {
+		names[i] = o.Name()
+	}
+	features[OverlaysFeature] = strings.Join(names, " ")
+}
+
+// PrepareConnection implements mesh.Overlay.
+func (s *OverlaySwitch) PrepareConnection(params mesh.OverlayConnectionParams) (mesh.OverlayConnection, error) {
+	remote := params.RemotePeer.Name
+	theirs, ok := params.Features[OverlaysFeature]
+	if !ok {
+		return s.prepareCompat(params)
+	}
+	common := s.commonOverlays(strings.Fields(theirs))
+	if len(common) == 0 {
+		return nil, fmt.Errorf("prepare connection to %s: %w", params.RemotePeer, ErrNoCommonOverlay)
+	}
+	subs := make([]Forwarder, len(common))
+	names := make([]string, len(common))
+	prepared := 0
+	for i, o := range common {
+		names[i] = o.Name()
+		p := params
+		p.SendControlMessage = wrapControl(byte(i), params.SendControlMessage)
+		fwd, err := o.PrepareConnection(p)
+		if err != nil {
+			s.log.Warn("overlay cannot prepare connection", "overlay", o.Name(), "peer", params.RemotePeer.String(), "err", err)
+			continue
+		}
+		subs[i] = fwd
+		prepared++
+	}
+	if prepared == 0 {
+		return nil, fmt.Errorf("prepare connection to %s: no overlay could prepare it", params.RemotePeer)
+	}
+	return newSwitchForwarder(s, remote, params.RemotePeer.String(), names, subs, false), nil
+}
+
+func (s *OverlaySwitch) prepareCompat(params mesh.OverlayConnectionParams) (mesh.OverlayConnection, error) {
+	for _, o := range s.overlays {
+		if o.Name() != compatOverlayName {
+			continue
+		}
+		fwd, err := o.PrepareConnection(params)
+		if err != nil {
+			return nil, fmt.Errorf("prepare compat connection to %s: %w", params.RemotePeer, err)
+		}
+		return newSwitchForwarder(s, params.RemotePeer.Name, params.RemotePeer.String(),
+			[]string{o.Name()}, []Forwarder{fwd}, true), nil
+	}
+	return nil, fmt.Errorf("prepare connection to %s: peer has no Overlays feature and we have no %q overlay: %w",
+		params.RemotePeer, compatOverlayName, ErrNoCommonOverlay)
+}
+
+// commonOverlays returns our overlays (in our order) that theirs lists, at
+// most 256 so that an index fits in one byte.
+func (s *OverlaySwitch) commonOverlays(theirs []string) []Overlay {
+	var common []Overlay
+	for _, o := range s.overlays {
+		for _, n := range theirs {
+			if n == o.Name() && len(common) < 256 {
+				common = append(common, o)
+				break
+			}
+		}
+	}
+	return common
+}
+
+// wrapControl makes a SendControlMessage that carries a sub-overlay's
+// message as mesh tag 7 with payload [index][tag][body...].
+func wrapControl(index byte, send func(byte, []byte) error) func(byte, []byte) error {
+	return func(tag byte, msg []byte) error {
+		buf := make([]byte, 2+len(msg))
+		buf[0], buf[1] = index, tag
+		copy(buf[2:], msg)
+		return send(mesh.ProtocolOverlayControlMsg, buf)
+	}
+}
+
+// Diagnostics implements mesh.Overlay: each overlay's diagnostics by name.
+func (s *OverlaySwitch) Diagnostics() any {
+	out := make(map[string]any, len(s.overlays))
+	for _, o := range s.overlays {
+		out[o.Name()] = o.Diagnostics()
+	}
+	return out
+}
+
+// Stop implements mesh.Overlay: it stops every overlay. Idempotent.
+func (s *OverlaySwitch) Stop() {
+	s.stopOnce.Do(func() {
+		for _, o := range s.overlays {
+			o.Stop()
+		}
+	})
+}
+
+// Forwarder returns the confirmed forwarder to peer, or nil.
+func (s *OverlaySwitch) Forwarder(peer mesh.PeerName) *SwitchForwarder {
+	return s.forwarderFor(peer)
+}
+
+// forwarderFor is the allocation-free hot-path lookup.
+func (s *OverlaySwitch) forwarderFor(peer mesh.PeerName) *SwitchForwarder {
+	return (*s.fwds.Load())[peer]
+}
+
+func (s *OverlaySwitch) register(f *SwitchForwarder) {
+	s.fwdsMu.Lock()
+	defer s.fwdsMu.Unlock()
+	old := *s.fwds.Load()
+	m := make(map[mesh.PeerName]*SwitchForwarder, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	m[f.peer] = f
+	s.fwds.Store(&m)
+}
+
+func (s *OverlaySwitch) unregister(f *SwitchForwarder) {
+	s.fwdsMu.Lock()
+	defer s.fwdsMu.Unlock()
+	old := *s.fwds.Load()
+	if old[f.peer] != f {
+		return
+	}
+	m := make(map[mesh.PeerName]*SwitchForwarder, len(old))
+	for k, v := range old {
+		if k != f.peer {
+			m[k] = v
+		}
+	}
+	s.fwds.Store(&m)
+}
