@@ -1,32 +1,24 @@
 // Package capture reads and writes Ethernet frames on one interface (the
 // router's end of the bridge capture veth) with an AF_PACKET socket: pure
 // Go, no libpcap, no cgo. Frames the router injects are not read back.
+//
+// The socket is SOCK_RAW/ETH_P_ALL bound to the interface, promiscuous, with
+// PACKET_IGNORE_OUTGOING so nothing the host sends out of the interface
+// (including our own injected frames) is captured. It is non-blocking and
+// registered with the Go runtime poller, so Close wakes a blocked Run. Run
+// reads every frame into one reused buffer (no allocation per frame).
+//
+// Linux only by design; Open returns ErrUnsupported elsewhere.
 package capture
 
-// Handle is an open capture socket.
-type Handle struct{}
+import "errors"
 
-// Open binds an AF_PACKET socket to ifname, in promiscuous mode, ignoring
-// outgoing frames (so injected frames are never captured again).
-func Open(ifname string) (*Handle, error) { panic("TODO") }
-
-// Run reads frames until Close is called, calling fn for each from a single
-// goroutine. frame is only valid for the duration of fn. Returns nil after
-// Close, or the read error.
-func (h *Handle) Run(fn func(frame []byte)) error { panic("TODO") }
-
-// InjectFrame writes one frame into the interface. Safe for concurrent use.
-func (h *Handle) InjectFrame(frame []byte) error { panic("TODO") }
-
-// Stats reports capture counters.
-func (h *Handle) Stats() Stats { panic("TODO") }
+// ErrUnsupported is returned by Open on platforms without AF_PACKET.
+var ErrUnsupported = errors.New("capture: AF_PACKET is only supported on Linux")
 
 // Stats are capture counters (shape of Weave's CaptureStats).
 type Stats struct {
-	PacketsReceived  uint64
-	PacketsDropped   uint64
-	PacketsIfDropped uint64
+	PacketsReceived  uint64 // frames the kernel delivered to the socket, including dropped ones (like libpcap ps_recv)
+	PacketsDropped   uint64 // frames dropped because the socket buffer was full
+	PacketsIfDropped uint64 // always 0: interface drops are not tracked here
 }
-
-// Close stops Run and releases the socket. Idempotent.
-func (h *Handle) Close() error { panic("TODO") }

@@ -1,0 +1,21 @@
+//go:build !linux
+
+package capture
+
+// Handle is an open capture socket (never created outside Linux).
+type Handle struct{}
+
+// Open returns ErrUnsupported outside Linux.
+func Open(ifname string) (*Handle, error) { return nil, ErrUnsupported }
+
+// Run returns ErrUnsupported outside Linux.
+func (h *Handle) Run(fn func(frame []byte)) error { return ErrUnsupported }
+
+// InjectFrame returns ErrUnsupported outside Linux.
+func (h *Handle) InjectFrame(frame []byte) error { return ErrUnsupported }
+
+// Stats returns zero counters outside Linux.
+func (h *Handle) Stats() Stats { return Stats{} }
+
+// Close does nothing outside Linux.
+func (h *Handle) Close() error { return nil }
