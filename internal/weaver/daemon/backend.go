@@ -1,0 +1,88 @@
+package daemon
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+
+	"github.com/seedf75a49c6/weave/internal/capture"
+	"github.com/seedf75a49c6/weave/internal/weaver"
+	"github.com/seedf75a49c6/weave/router"
+	wmesh "github.com/weaveworks/mesh"
+)
+
+// backend is the weaver.Backend over the running components.
+type backend struct {
+	mesh    *wmesh.Router
+	net     *router.NetworkRouter
+	capture *capture.Handle
+	dataDir string
+	log     *slog.Logger
+	ready   atomic.Bool
+}
+
+var _ weaver.Backend = (*backend)(nil)
+
+func (b *backend) Report() weaver.Report {
+	rr := weaver.RouterReportFromMesh(wmesh.NewStatus(b.mesh))
+	st := b.capture.Stats()
+	rr.CaptureStats = weaver.CaptureStats{
+		PacketsDropped:   st.PacketsDropped,
+		PacketsIfDropped: st.PacketsIfDropped,
+		PacketsReceived:  st.PacketsReceived,
+	}
+	for _, m := range b.net.Status().MACs {
+		rr.MACs = append(rr.MACs, weaver.MACReport{Mac: m.Mac, Name: m.Name, NickName: m.NickName, LastSeen: m.LastSeen})
+	}
+	return weaver.Report{Ready: b.ready.Load(), Version: weaver.Version, Router: rr}
+}
+
+func (b *backend) Connect(peers []string, replace bool) []error {
+	errs := b.mesh.ConnectionMaker.InitiateConnections(peers, replace)
+	b.persistTargets()
+	return errs
+}
+
+func (b *backend) Forget(peers []string) error {
+	b.mesh.ConnectionMaker.ForgetConnections(peers)
+	b.persistTargets()
+	return nil
+}
+
+// persistTargets saves the direct peers for --resume; a failure is logged,
+// not returned, because the connection change itself succeeded.
+func (b *backend) persistTargets() {
+	if err := weaver.SaveTargets(b.dataDir, b.mesh.ConnectionMaker.Targets(false)); err != nil {
+		b.log.Warn("cannot persist connection targets; --resume will miss them", "err", err)
+	}
+}
+
+// frameHandler forwards overlay frames to the network router once it
+// exists: the sleeve overlay needs a handler before the router it feeds is
+// built (the router takes its overlays at construction).
+type frameHandler struct {
+	r atomic.Pointer[router.NetworkRouter]
+}
+
+func (h *frameHandler) HandleForwarded(src, dst wmesh.PeerName, frame []byte) {
+	if r := h.r.Load(); r != nil {
+		r.HandleForwarded(src, dst, frame)
+	}
+}
+
+// meshLogger passes mesh's log lines on and raises a peer-name collision,
+// which mesh only reports as a connection error, to a clear warning.
+type meshLogger struct {
+	next wmesh.Logger
+	log  *slog.Logger
+}
+
+func (l meshLogger) Printf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if strings.Contains(msg, "peer names collision") {
+		l.log.Warn("peer name collision: another peer uses our peer name; give each host a unique --name (or delete its data dir peername file)",
+			"detail", msg)
+	}
+	l.next.Printf("%s", msg)
+}
