@@ -1,0 +1,164 @@
+package sleeve
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/seedf75a49c6/weave/router"
+	"github.com/weaveworks/mesh"
+)
+
+const (
+	ethHeaderLen  = 14
+	etherTypeIPv4 = 0x0800
+	ipFlagDF      = 0x4000
+	ipFlagMF      = 0x2000
+	ipOffsetMask  = 0x1fff
+)
+
+var (
+	errNoRemoteAddr = errors.New("remote UDP address not known yet")
+	errFrameTooLong = errors.New("frame does not fit a datagram")
+)
+
+// channel is one send stream (DF or non-DF) of a forwarder: an encoder
+// with its own sequence counter and the socket it writes to.
+type channel struct {
+	mu   sync.Mutex
+	enc  *Encoder
+	conn *net.UDPConn
+}
+
+// ipv4Header inspects an Ethernet frame; ok is false unless it carries a
+// well-formed IPv4 header.
+func ipv4Header(frame []byte) (ihl int, df, ok bool) {
+	if len(frame) < ethHeaderLen+20 || binary.BigEndian.Uint16(frame[12:]) != etherTypeIPv4 {
+		return 0, false, false
+	}
+	ip := frame[ethHeaderLen:]
+	if ip[0]>>4 != 4 {
+		return 0, false, false
+	}
+	ihl = int(ip[0]&0x0f) * 4
+	if ihl < 20 || len(ip) < ihl {
+		return 0, false, false
+	}
+	return ihl, binary.BigEndian.Uint16(ip[6:])&ipFlagDF != 0, true
+}
+
+// Forward implements router.Forwarder.
+func (f *forwarder) Forward(src, dst mesh.PeerName, frame []byte) error {
+	if !f.established.Load() {
+		return router.ErrCannotForward
+	}
+	mtu := int(f.mtu.Load())
+	ihl, df, isIPv4 := ipv4Header(frame)
+	fits := len(frame) <= mtu+ethHeaderLen
+	switch {
+	case isIPv4 && df && !fits:
+		f.cnt.TooBig.Add(1)
+		return &router.FrameTooBigError{MTU: mtu}
+	case isIPv4 && df:
+		return f.sendFrame(&f.dfCh, src, dst, frame)
+	case !isIPv4 || f.stackFrag.Load():
+		return f.sendFrame(&f.nonDFCh, src, dst, frame)
+	case fits:
+		return f.sendFrame(&f.dfCh, src, dst, frame)
+	default:
+		return f.fragment(src, dst, frame, ihl, mtu)
+	}
+}
+
+// sendFrame encodes, seals and sends one frame on ch. Send failures are
+// counted and logged at debug level but not returned: UDP is lossy and
+// the router has nothing better to do with the frame.
+func (f *forwarder) sendFrame(ch *channel, src, dst mesh.PeerName, frame []byte) error {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	ch.enc.Begin()
+	if !ch.enc.Append(src, dst, frame) {
+		f.cnt.TxDropped.Add(1)
+		return nil
+	}
+	f.writeLocked(ch, ch.enc.Seal())
+	return nil
+}
+
+// writeLocked sends a sealed datagram; ch.mu must be held.
+func (f *forwarder) writeLocked(ch *channel, d []byte) error {
+	ap := f.remoteAddr.Load()
+	if ap == nil {
+		f.cnt.TxDropped.Add(1)
+		return errNoRemoteAddr
+	}
+	if _, err := ch.conn.WriteToUDPAddrPort(d, *ap); err != nil {
+		f.cnt.TxErrors.Add(1)
+		if isMsgTooBig(err) && ch == &f.dfCh {
+			f.kick(evPMTURestart)
+		}
+		return fmt.Errorf("send datagram to %s: %w", ap.String(), err)
+	}
+	f.cnt.TxDatagrams.Add(1)
+	f.cnt.TxFrames.Add(uint64(ch.enc.Frames()))
+	return nil
+}
+
+// fragment splits an IPv4 packet (no DF, bigger than the path MTU) into
+// fragments of at most mtu bytes and sends them on the DF channel, as
+// Weave does when the network does not reassemble UDP fragments for us.
+func (f *forwarder) fragment(src, dst mesh.PeerName, frame []byte, ihl, mtu int) error {
+	ip := frame[ethHeaderLen:]
+	total := int(binary.BigEndian.Uint16(ip[2:]))
+	if total < ihl || total > len(ip) {
+		total = len(ip)
+	}
+	payload := ip[ihl:total]
+	flags := binary.BigEndian.Uint16(ip[6:])
+	baseOff := int(flags&ipOffsetMask) * 8
+	origMF := flags&ipFlagMF != 0
+	chunk := (mtu - ihl) &^ 7
+	if chunk <= 0 {
+		f.cnt.TxDropped.Add(1)
+		return nil
+	}
+	f.dfCh.mu.Lock()
+	defer f.dfCh.mu.Unlock()
+	buf := f.fragBuf
+	copy(buf, frame[:ethHeaderLen+ihl])
+	hdr := buf[ethHeaderLen : ethHeaderLen+ihl]
+	for off := 0; off < len(payload); off += chunk {
+		end := min(off+chunk, len(payload))
+		n := copy(buf[ethHeaderLen+ihl:], payload[off:end])
+		fl := uint16((baseOff+off)/8) & ipOffsetMask
+		if end < len(payload) || origMF {
+			fl |= ipFlagMF
+		}
+		binary.BigEndian.PutUint16(hdr[2:], uint16(ihl+n))
+		binary.BigEndian.PutUint16(hdr[6:], fl)
+		binary.BigEndian.PutUint16(hdr[10:], 0)
+		binary.BigEndian.PutUint16(hdr[10:], ipChecksum(hdr))
+		f.dfCh.enc.Begin()
+		if !f.dfCh.enc.Append(src, dst, buf[:ethHeaderLen+ihl+n]) {
+			f.cnt.TxDropped.Add(1)
+			return nil
+		}
+		f.cnt.Fragments.Add(1)
+		f.writeLocked(&f.dfCh, f.dfCh.enc.Seal())
+	}
+	return nil
+}
+
+// ipChecksum is the RFC 791 header checksum.
+func ipChecksum(h []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(h); i += 2 {
+		sum += uint32(h[i])<<8 | uint32(h[i+1])
+	}
+	for sum > 0xffff {
+		sum = sum>>16 + sum&0xffff
+	}
+	return ^uint16(sum)
+}

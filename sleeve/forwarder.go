@@ -1,0 +1,218 @@
+package sleeve
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/seedf75a49c6/weave/router"
+	"github.com/weaveworks/mesh"
+)
+
+// Special frame lengths and control-message tags (Weave 2.8.1 sleeve).
+const (
+	heartbeatLen    = ethHeaderLen + 8
+	fragTestLen     = 60001
+	pmtuDiscoverLen = 60000
+	initialMTU      = 65535
+	minMTU          = 552
+
+	// TagConnectionEstablished acknowledges the first heartbeat.
+	TagConnectionEstablished byte = 1
+	// TagFragmentationReceived acknowledges a fragmentation test frame.
+	TagFragmentationReceived byte = 2
+	// TagPMTUVerified acknowledges an MTU probe; body = uint16 BE mtu.
+	TagPMTUVerified byte = 3
+)
+
+// ErrHeartbeatTimeout is sent on ErrorChannel when the remote stops
+// sending heartbeats.
+var ErrHeartbeatTimeout = errors.New("no sleeve heartbeat received")
+
+// event kinds fed to the forwarder goroutine.
+const (
+	evHeartbeat    = iota + 1 // valid heartbeat received: ack once
+	evFragTest                // fragmentation test received
+	evProbe                   // MTU probe received (n = frame length)
+	evPMTURestart             // DF send hit EMSGSIZE
+	evEstablished             // control: ConnectionEstablished
+	evFragReceived            // control: FragmentationReceived
+	evPMTUVerified            // control: PMTUVerified (n = mtu)
+)
+
+type event struct {
+	kind int
+	n    int
+}
+
+// counters are the per-forwarder statistics.
+type counters struct {
+	TxFrames, TxDatagrams, TxErrors, TxDropped, TooBig, Fragments atomic.Uint64
+	RxFrames, RxDatagrams, RxDropped, RxReplays, RxAuthFailed     atomic.Uint64
+}
+
+// forwarder is one sleeve connection to a remote peer.
+type forwarder struct {
+	o       *Overlay
+	params  mesh.OverlayConnectionParams
+	remote  mesh.PeerName
+	log     *slog.Logger
+	timing  Timing
+	opener  *Opener // receive goroutine only; nil without a session key
+	fragBuf []byte  // guarded by dfCh.mu
+
+	dfCh, nonDFCh channel
+
+	remoteAddr  atomic.Pointer[netip.AddrPort]
+	mtu         atomic.Int32
+	established atomic.Bool
+	stackFrag   atomic.Bool
+	acked       atomic.Bool // we sent ConnectionEstablished
+	confirmed   atomic.Bool
+	cnt         counters
+
+	events      chan event
+	estCh       chan struct{}
+	errCh       chan error
+	stop        chan struct{}
+	confirmOnce sync.Once
+	stopOnce    sync.Once
+	wg          sync.WaitGroup
+}
+
+var _ router.Forwarder = (*forwarder)(nil)
+
+func newForwarder(o *Overlay, p mesh.OverlayConnectionParams) *forwarder {
+	f := &forwarder{
+		o: o, params: p, remote: p.RemotePeer.Name, timing: o.cfg.Timing,
+		fragBuf: make([]byte, 65536),
+		events:  make(chan event, 64),
+		estCh:   make(chan struct{}),
+		errCh:   make(chan error, 1),
+		stop:    make(chan struct{}),
+	}
+	f.log = o.log.With("peer", f.remote.String(), "conn", p.ConnUID)
+	f.mtu.Store(initialMTU)
+	local := o.cfg.LocalPeer
+	f.dfCh = channel{enc: NewEncoder(local, p.SessionKey, p.Outbound, true), conn: o.socks.df}
+	f.nonDFCh = channel{enc: NewEncoder(local, p.SessionKey, p.Outbound, false), conn: o.socks.main}
+	if p.SessionKey != nil {
+		f.opener = NewOpener(p.SessionKey, !p.Outbound)
+	}
+	if p.Outbound && p.RemoteAddr != nil {
+		if ip, ok := netip.AddrFromSlice(p.RemoteAddr.IP); ok {
+			ap := netip.AddrPortFrom(ip.Unmap(), uint16(p.RemoteAddr.Port))
+			f.remoteAddr.Store(&ap)
+		}
+	}
+	return f
+}
+
+// Confirm implements mesh.OverlayConnection: start heartbeats.
+func (f *forwarder) Confirm() {
+	f.confirmOnce.Do(func() {
+		select {
+		case <-f.stop:
+			return
+		default:
+		}
+		f.confirmed.Store(true)
+		f.o.register(f)
+		f.wg.Add(1)
+		go f.run()
+	})
+}
+
+// EstablishedChannel implements mesh.OverlayConnection.
+func (f *forwarder) EstablishedChannel() <-chan struct{} { return f.estCh }
+
+// ErrorChannel implements mesh.OverlayConnection.
+func (f *forwarder) ErrorChannel() <-chan error { return f.errCh }
+
+// Stop implements mesh.OverlayConnection. Idempotent; joins the goroutine.
+func (f *forwarder) Stop() {
+	f.stopOnce.Do(func() {
+		close(f.stop)
+		f.wg.Wait()
+		f.o.unregister(f)
+	})
+}
+
+// ControlMessage implements mesh.OverlayConnection.
+func (f *forwarder) ControlMessage(tag byte, msg []byte) {
+	switch tag {
+	case TagConnectionEstablished:
+		f.kick(evEstablished)
+	case TagFragmentationReceived:
+		f.kick(evFragReceived)
+	case TagPMTUVerified:
+		if len(msg) < 2 {
+			f.log.Warn("short PMTUVerified control message", "len", len(msg))
+			return
+		}
+		f.post(event{kind: evPMTUVerified, n: int(binary.BigEndian.Uint16(msg))})
+	default:
+		f.log.Warn("unknown sleeve control message", "tag", tag)
+	}
+}
+
+// Attrs implements mesh.OverlayConnection.
+func (f *forwarder) Attrs() map[string]any {
+	return map[string]any{"name": "sleeve", "mtu": int(f.mtu.Load())}
+}
+
+func (f *forwarder) kick(kind int) { f.post(event{kind: kind}) }
+
+// post hands an event to the forwarder goroutine without blocking; events
+// are hints that are repeated by the remote, so dropping one is harmless.
+func (f *forwarder) post(ev event) {
+	select {
+	case f.events <- ev:
+	default:
+	}
+}
+
+func (f *forwarder) fail(err error) {
+	select {
+	case f.errCh <- err:
+	default:
+	}
+}
+
+// overheadDF is what the path adds to an overlay IP packet: IP+UDP
+// headers, datagram overhead, frame header and the inner Ethernet header.
+func (f *forwarder) overheadDF() int {
+	return 28 + f.dfCh.enc.Overhead() + FrameOverhead + ethHeaderLen
+}
+
+// sendSpecial sends an all-zero special frame of n bytes ending in tail.
+func (f *forwarder) sendSpecial(ch *channel, n int, tail []byte) error {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	ch.enc.Begin()
+	if !ch.enc.AppendZero(f.o.cfg.LocalPeer, f.remote, n, tail) {
+		return fmt.Errorf("encode special frame of %d bytes: %w", n, errFrameTooLong)
+	}
+	return f.writeLocked(ch, ch.enc.Seal())
+}
+
+func (f *forwarder) sendHeartbeat() {
+	var uid [8]byte
+	binary.BigEndian.PutUint64(uid[:], f.params.ConnUID)
+	if err := f.sendSpecial(&f.dfCh, heartbeatLen, uid[:]); err != nil && !errors.Is(err, errNoRemoteAddr) {
+		f.log.Debug("sleeve heartbeat send failed", "err", err)
+	}
+}
+
+func (f *forwarder) sendControl(tag byte, body []byte) {
+	if f.params.SendControlMessage == nil {
+		return
+	}
+	if err := f.params.SendControlMessage(tag, body); err != nil {
+		f.log.Debug("sleeve control message send failed", "tag", tag, "err", err)
+	}
+}

@@ -1,0 +1,196 @@
+package sleeve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seedf75a49c6/weave/router"
+	"github.com/weaveworks/mesh"
+)
+
+// Timing holds the sleeve timers; zero fields take the defaults, which are
+// Weave 2.8.1's values.
+type Timing struct {
+	FastHeartbeat     time.Duration // heartbeat period until acknowledged; default 500ms
+	SlowHeartbeat     time.Duration // heartbeat period once established; default 10s
+	HeartbeatTimeout  time.Duration // no heartbeat for this long => error; default 60s
+	FragTestInterval  time.Duration // fragmentation test period; default 5m
+	MTUVerifyTimeout  time.Duration // first MTU probe wait, doubled per retry; default 10ms
+	MTUVerifyAttempts int           // probes per candidate MTU; default 8
+}
+
+// DefaultTiming returns Weave 2.8.1's sleeve timers.
+func DefaultTiming() Timing {
+	return Timing{
+		FastHeartbeat:     500 * time.Millisecond,
+		SlowHeartbeat:     10 * time.Second,
+		HeartbeatTimeout:  60 * time.Second,
+		FragTestInterval:  5 * time.Minute,
+		MTUVerifyTimeout:  10 * time.Millisecond,
+		MTUVerifyAttempts: 8,
+	}
+}
+
+func (t Timing) withDefaults() Timing {
+	d := DefaultTiming()
+	pick := func(v, def time.Duration) time.Duration {
+		if v > 0 {
+			return v
+		}
+		return def
+	}
+	t.FastHeartbeat = pick(t.FastHeartbeat, d.FastHeartbeat)
+	t.SlowHeartbeat = pick(t.SlowHeartbeat, d.SlowHeartbeat)
+	t.HeartbeatTimeout = pick(t.HeartbeatTimeout, d.HeartbeatTimeout)
+	t.FragTestInterval = pick(t.FragTestInterval, d.FragTestInterval)
+	t.MTUVerifyTimeout = pick(t.MTUVerifyTimeout, d.MTUVerifyTimeout)
+	if t.MTUVerifyAttempts <= 0 {
+		t.MTUVerifyAttempts = d.MTUVerifyAttempts
+	}
+	return t
+}
+
+// Config configures the sleeve overlay.
+type Config struct {
+	Host      string              // bind address for UDP; "" = all addresses
+	Port      int                 // UDP port, the same number as the mesh TCP port (default 6783; 0 picks one, for tests)
+	LocalPeer mesh.PeerName       // our peer name (datagram sender field)
+	Handler   router.FrameHandler // receives decoded data frames (required)
+	Logger    *slog.Logger        // default: slog.Default()
+	PktDebug  bool                // log every received datagram at debug level
+	Timing    Timing              // zero fields = DefaultTiming()
+}
+
+// Overlay is the sleeve overlay; it implements router.Overlay.
+type Overlay struct {
+	cfg   Config
+	log   *slog.Logger
+	socks *sockets
+
+	mu struct {
+		sync.RWMutex
+		byPeer map[mesh.PeerName]*forwarder // confirmed forwarders
+		all    map[*forwarder]struct{}      // every prepared, unstopped forwarder
+	}
+	rxUnknown, rxGarbage, rxErrors atomic.Uint64
+
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+}
+
+var _ router.Overlay = (*Overlay)(nil)
+
+// New binds the UDP socket(s) and starts the receive loop.
+func New(cfg Config) (*Overlay, error) {
+	if cfg.Handler == nil {
+		return nil, errors.New("new sleeve overlay: Config.Handler is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cfg.Timing = cfg.Timing.withDefaults()
+	socks, err := openSockets(cfg.Host, cfg.Port)
+	if err != nil {
+		return nil, fmt.Errorf("open sleeve sockets on %s:%d: %w", cfg.Host, cfg.Port, err)
+	}
+	o := &Overlay{cfg: cfg, log: cfg.Logger.With("overlay", "sleeve"), socks: socks}
+	o.mu.byPeer = make(map[mesh.PeerName]*forwarder)
+	o.mu.all = make(map[*forwarder]struct{})
+	o.wg.Add(1)
+	go o.receiveLoop()
+	return o, nil
+}
+
+// Name implements router.Overlay.
+func (o *Overlay) Name() string { return "sleeve" }
+
+// Port returns the bound UDP port (useful when Config.Port was 0).
+func (o *Overlay) Port() int { return o.socks.port }
+
+// PrepareConnection implements router.Overlay.
+func (o *Overlay) PrepareConnection(p mesh.OverlayConnectionParams) (router.Forwarder, error) {
+	if p.RemotePeer == nil {
+		return nil, errors.New("prepare sleeve connection: no remote peer")
+	}
+	f := newForwarder(o, p)
+	o.mu.Lock()
+	o.mu.all[f] = struct{}{}
+	o.mu.Unlock()
+	return f, nil
+}
+
+func (o *Overlay) register(f *forwarder) {
+	o.mu.Lock()
+	o.mu.byPeer[f.remote] = f
+	o.mu.Unlock()
+}
+
+func (o *Overlay) unregister(f *forwarder) {
+	o.mu.Lock()
+	if o.mu.byPeer[f.remote] == f {
+		delete(o.mu.byPeer, f.remote)
+	}
+	delete(o.mu.all, f)
+	o.mu.Unlock()
+}
+
+// Stop implements router.Overlay: it stops every forwarder, closes the
+// sockets and joins the receive loop. Idempotent.
+func (o *Overlay) Stop() {
+	o.stopOnce.Do(func() {
+		o.mu.RLock()
+		fs := make([]*forwarder, 0, len(o.mu.all))
+		for f := range o.mu.all {
+			fs = append(fs, f)
+		}
+		o.mu.RUnlock()
+		for _, f := range fs {
+			f.Stop()
+		}
+		o.socks.close()
+		o.wg.Wait()
+	})
+}
+
+func (o *Overlay) receiveLoop() {
+	defer o.wg.Done()
+	buf := make([]byte, 65536)
+	plain := make([]byte, 65536)
+	for {
+		n, from, err := o.socks.main.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			o.rxErrors.Add(1)
+			continue
+		}
+		o.handleDatagram(buf[:n], from, plain)
+	}
+}
+
+func (o *Overlay) handleDatagram(d []byte, from netip.AddrPort, plain []byte) {
+	if len(d) < NameSize {
+		o.rxGarbage.Add(1)
+		return
+	}
+	sender := PeerNameAt(d)
+	o.mu.RLock()
+	f := o.mu.byPeer[sender]
+	o.mu.RUnlock()
+	if f == nil {
+		o.rxUnknown.Add(1)
+		return
+	}
+	if o.cfg.PktDebug && o.log.Enabled(context.Background(), slog.LevelDebug) {
+		o.log.Debug("sleeve datagram", "peer", sender.String(), "from", from.String(), "len", len(d))
+	}
+	f.receive(d, from, plain)
+}

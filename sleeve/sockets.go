@@ -1,0 +1,21 @@
+package sleeve
+
+import (
+	"net"
+)
+
+// sockets are the overlay's UDP sockets. main receives everything and
+// sends the non-DF stream; df sends the DF stream (it equals main where
+// the platform cannot set DF per socket).
+type sockets struct {
+	main *net.UDPConn
+	df   *net.UDPConn
+	port int
+}
+
+func (s *sockets) close() {
+	s.main.Close()
+	if s.df != s.main {
+		s.df.Close()
+	}
+}

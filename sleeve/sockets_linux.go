@@ -1,0 +1,98 @@
+package sleeve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// openSockets binds two UDP sockets to the same host:port with
+// SO_REUSEPORT: main (IP_PMTUDISC_DONT: never DF, the kernel fragments)
+// and df (IP_PMTUDISC_DO: DF set, EMSGSIZE when a datagram exceeds the
+// path MTU). A classic-BPF reuseport program steers every incoming
+// datagram to main (group index 0), so df never receives and one receive
+// goroutine suffices. Both send from the sleeve port, as Weave does.
+func openSockets(host string, port int) (*sockets, error) {
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	main, err := listenUDP(host, port, unix.IP_PMTUDISC_DONT)
+	if err != nil {
+		return nil, err
+	}
+	if err := steerToFirst(main); err != nil {
+		main.Close()
+		return nil, err
+	}
+	port = main.LocalAddr().(*net.UDPAddr).Port
+	df, err := listenUDP(host, port, unix.IP_PMTUDISC_DO)
+	if err != nil {
+		main.Close()
+		return nil, err
+	}
+	return &sockets{main: main, df: df, port: port}, nil
+}
+
+func listenUDP(host string, port, pmtudisc int) (*net.UDPConn, error) {
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); serr != nil {
+				return
+			}
+			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, pmtudisc)
+		})
+		return errors.Join(err, serr)
+	}}
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	pc, err := lc.ListenPacket(context.Background(), "udp4", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen udp %s: %w", addr, err)
+	}
+	return pc.(*net.UDPConn), nil
+}
+
+// steerToFirst attaches "return 0" as the reuseport program of c's group.
+func steerToFirst(c *net.UDPConn) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("get raw conn: %w", err)
+	}
+	prog := []unix.SockFilter{{Code: unix.BPF_RET | unix.BPF_K, K: 0}}
+	var serr error
+	err = raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptSockFprog(int(fd), unix.SOL_SOCKET, unix.SO_ATTACH_REUSEPORT_CBPF,
+			&unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]})
+	})
+	if err = errors.Join(err, serr); err != nil {
+		return fmt.Errorf("attach reuseport steering program: %w", err)
+	}
+	return nil
+}
+
+// kernelPMTU asks the kernel for its path MTU towards remote, using a
+// throw-away connected socket (the PMTU cache is per destination).
+func kernelPMTU(remote netip.AddrPort) (int, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, fmt.Errorf("open pmtu socket: %w", err)
+	}
+	defer unix.Close(fd)
+	sa := &unix.SockaddrInet4{Port: int(remote.Port()), Addr: remote.Addr().Unmap().As4()}
+	if err := unix.Connect(fd, sa); err != nil {
+		return 0, fmt.Errorf("connect pmtu socket to %s: %w", remote, err)
+	}
+	mtu, err := unix.GetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MTU)
+	if err != nil {
+		return 0, fmt.Errorf("read IP_MTU towards %s: %w", remote, err)
+	}
+	return mtu, nil
+}
+
+func isMsgTooBig(err error) bool { return errors.Is(err, unix.EMSGSIZE) }

@@ -1,0 +1,32 @@
+//go:build !linux
+
+package sleeve
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+)
+
+// openSockets binds one UDP socket; without per-socket DF control the DF
+// stream shares it, so PMTU discovery relies on probes alone.
+func openSockets(host string, port int) (*sockets, error) {
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	ua, err := net.ResolveUDPAddr("udp4", addr)
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", addr, err)
+	}
+	c, err := net.ListenUDP("udp4", ua)
+	if err != nil {
+		return nil, fmt.Errorf("listen udp %s: %w", addr, err)
+	}
+	return &sockets{main: c, df: c, port: c.LocalAddr().(*net.UDPAddr).Port}, nil
+}
+
+func kernelPMTU(netip.AddrPort) (int, error) {
+	return 0, errors.New("kernel PMTU lookup not supported on this platform")
+}
+
+func isMsgTooBig(error) bool { return false }
