@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -90,9 +91,9 @@ func deleteNS(ns string) error {
 	if _, err := os.Stat(NSPath(ns)); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	if out, err := run("ip", "netns", "pids", ns); err == nil {
-		for _, f := range strings.Fields(out) {
-			if pid, err := strconv.Atoi(f); err == nil && pid != os.Getpid() {
+	if list, err := Pids(ns); err == nil {
+		for _, pid := range list {
+			if pid != os.Getpid() {
 				killAndReap(pid)
 			}
 		}
@@ -101,6 +102,22 @@ func deleteNS(ns string) error {
 		return fmt.Errorf("delete namespace %s: %w: %s", ns, err, out)
 	}
 	return nil
+}
+
+// Pids returns the sorted PIDs of the processes inside namespace ns.
+func Pids(ns string) ([]int, error) {
+	out, err := run("ip", "netns", "pids", ns)
+	if err != nil {
+		return nil, fmt.Errorf("list processes in %s: %w: %s", ns, err, out)
+	}
+	var list []int
+	for _, f := range strings.Fields(out) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			list = append(list, pid)
+		}
+	}
+	slices.Sort(list)
+	return list, nil
 }
 
 // nsPattern matches namespace names made by this package and captures the

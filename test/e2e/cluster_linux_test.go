@@ -1,0 +1,217 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seedf75a49c6/weave/internal/netnstest"
+)
+
+// Timeouts for polled router state.
+const (
+	establishTimeout = 30 * time.Second
+	pingTimeout      = 20 * time.Second
+)
+
+// clusterOpts describes a test cluster.
+type clusterOpts struct {
+	hosts     int
+	hub       int      // every other host dials this one; default 1
+	password  string   // for every router, unless passwords is set
+	passwords []string // per host (index 0 = h1)
+	cut       [][2]int // underlay links to cut before launching
+	noLaunch  []int    // hosts whose router the test launches itself
+}
+
+// cluster is a topology with one router and one container per host.
+type cluster struct {
+	t    *testing.T
+	tp   *netnstest.Topology
+	opts clusterOpts
+	c    []*netnstest.Container // c[i] is on host i+1
+}
+
+// newCluster builds hosts, cuts links, launches routers (hub first) and
+// attaches container cN (10.2.1.N/24) on every host.
+func newCluster(t *testing.T, opts clusterOpts) *cluster {
+	t.Helper()
+	netnstest.RequireRoot(t)
+	netnstest.RequireTools(t, "ip", "iptables", "ping")
+	if build.err != nil {
+		t.Fatalf("TestMain could not build the product: %v", build.err)
+	}
+	if opts.hub == 0 {
+		opts.hub = 1
+	}
+	cl := &cluster{t: t, opts: opts}
+	cl.tp = netnstest.New(t, netnstest.Config{Hosts: opts.hosts, Weave: build.weave})
+	for _, c := range opts.cut {
+		cl.tp.CutLink(cl.host(c[0]), cl.host(c[1]))
+	}
+	order := []int{opts.hub}
+	for i := 1; i <= opts.hosts; i++ {
+		if i != opts.hub {
+			order = append(order, i)
+		}
+	}
+	for _, i := range order {
+		if !contains(opts.noLaunch, i) {
+			cl.launch(i)
+		}
+	}
+	for i := 1; i <= opts.hosts; i++ {
+		if !contains(opts.noLaunch, i) {
+			cl.attach(i)
+		}
+	}
+	return cl
+}
+
+func contains(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (cl *cluster) host(i int) *netnstest.Host { return cl.tp.Host(i) }
+
+// container returns cN once attached.
+func (cl *cluster) container(i int) *netnstest.Container { return cl.c[i-1] }
+
+// peerName is the fixed peer name of host i.
+func peerName(i int) string { return fmt.Sprintf("aa:00:00:00:00:%02x", i) }
+
+// launchArgs are the `weave launch` arguments for host i.
+func (cl *cluster) launchArgs(i int) []string {
+	args := []string{"--name", peerName(i), "--nickname", fmt.Sprintf("h%d", i), "--ipalloc-range", "", "--no-fastdp"}
+	pw := cl.opts.password
+	if len(cl.opts.passwords) >= i {
+		pw = cl.opts.passwords[i-1]
+	}
+	if pw != "" {
+		args = append(args, "--password", pw)
+	}
+	if i != cl.opts.hub {
+		args = append(args, cl.host(cl.opts.hub).IP)
+	}
+	return args
+}
+
+// launch starts host i's router and checks the printed peer name.
+func (cl *cluster) launch(i int) {
+	cl.t.Helper()
+	name, err := cl.tp.StartRouter(cl.host(i), cl.launchArgs(i)...)
+	if err != nil {
+		cl.t.Fatal(err)
+	}
+	if name != peerName(i) {
+		cl.t.Fatalf("weave launch on h%d printed peer name %q, want %q", i, name, peerName(i))
+	}
+}
+
+// attach creates container cN on host i with `weave attach`.
+func (cl *cluster) attach(i int) {
+	cl.t.Helper()
+	for len(cl.c) < i {
+		cl.c = append(cl.c, nil)
+	}
+	cl.c[i-1] = cl.tp.AddContainer(cl.host(i), fmt.Sprintf("c%d", i), fmt.Sprintf("10.2.1.%d/24", i))
+}
+
+// weave runs a weave command on host i, failing the test on error.
+func (cl *cluster) weave(i int, args ...string) string {
+	cl.t.Helper()
+	out, err := cl.tp.Weave(cl.host(i), args...)
+	if err != nil {
+		cl.t.Fatalf("weave %s on h%d: %v\n%s", strings.Join(args, " "), i, err, out)
+	}
+	return out
+}
+
+// connLine is one line of `weave status connections`.
+type connLine struct {
+	Dir, Addr, State, Info string
+}
+
+// parseConnections parses `weave status connections` output, e.g.
+// "-> 192.168.100.2:6783     established encrypted   sleeve aa:..:02(h2) mtu=1414".
+func parseConnections(out string) []connLine {
+	var lines []connLine
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 3 || (f[0] != "->" && f[0] != "<-") {
+			continue
+		}
+		lines = append(lines, connLine{Dir: f[0], Addr: f[1], State: f[2], Info: strings.Join(f[3:], " ")})
+	}
+	return lines
+}
+
+// connections returns host i's parsed connections (error if the status
+// command fails).
+func (cl *cluster) connections(i int) ([]connLine, string, error) {
+	out, err := cl.tp.Weave(cl.host(i), "status", "connections")
+	return parseConnections(out), out, err
+}
+
+// establishedTo reports whether host i has an established connection
+// whose address or info mentions peer j (by underlay IP or peer name).
+func (cl *cluster) establishedTo(i, j int) (bool, string, error) {
+	conns, out, err := cl.connections(i)
+	if err != nil {
+		return false, out, err
+	}
+	for _, c := range conns {
+		if c.State == "established" && (strings.HasPrefix(c.Addr, cl.host(j).IP+":") || strings.Contains(c.Info, peerName(j))) {
+			return true, out, nil
+		}
+	}
+	return false, out, nil
+}
+
+// waitEstablished waits until host i shows an established connection to j.
+func (cl *cluster) waitEstablished(i, j int) {
+	cl.t.Helper()
+	netnstest.WaitFor(cl.t, establishTimeout, fmt.Sprintf("h%d established to h%d", i, j), func() error {
+		ok, out, err := cl.establishedTo(i, j)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("`weave status connections` on h%d:\n%s", i, out)
+		}
+		return nil
+	})
+}
+
+// waitPing waits until cI can ping cJ once (ARP and routes settle), then
+// requires five more pings to all be answered.
+func (cl *cluster) waitPing(i, j int) {
+	cl.t.Helper()
+	from, to := cl.container(i), cl.container(j)
+	netnstest.WaitFor(cl.t, pingTimeout, fmt.Sprintf("first ping c%d -> c%d", i, j), func() error {
+		out, err := netnstest.Output(from.NS, "ping", "-n", "-c", "1", "-W", "1", to.IP())
+		if err != nil {
+			return fmt.Errorf("%w\n%s", err, out)
+		}
+		return nil
+	})
+	out, err := netnstest.Ping(from.NS, to.IP(), 5)
+	if err != nil || !strings.Contains(out, " 0% packet loss") {
+		cl.t.Fatalf("ping c%d -> c%d after warm-up lost packets: %v\n%s", i, j, err, out)
+	}
+}
+
+// pingFails asserts a single ping cI -> cJ gets no answer.
+func (cl *cluster) pingFails(i, j int) {
+	cl.t.Helper()
+	out, err := netnstest.Output(cl.container(i).NS, "ping", "-n", "-c", "1", "-W", "1", cl.container(j).IP())
+	if err == nil {
+		cl.t.Fatalf("ping c%d -> c%d succeeded, want failure:\n%s", i, j, out)
+	}
+}
