@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"strings"
+
+	"github.com/seedf75a49c6/weave/internal/weaver"
+	"github.com/seedf75a49c6/weave/internal/weaver/daemon"
+	ourmesh "github.com/seedf75a49c6/weave/mesh"
+)
+
+// usageError is a bad command line (exit code 2).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// action is what the command line asks for besides running the daemon.
+type action int
+
+const (
+	actionRun action = iota
+	actionVersion
+	actionPrintPeerName
+)
+
+// run parses args and runs weaver until ctx is done.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	cfg, act, err := parseFlags(args, stderr, getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return &usageError{err}
+	}
+	switch act {
+	case actionVersion:
+		_, err := fmt.Fprintf(stdout, "weave router %s\n", weaver.Version)
+		return err
+	case actionPrintPeerName:
+		name, err := ourmesh.LoadOrCreatePeerName(cfg.DataDir, cfg.Name)
+		if err != nil {
+			return fmt.Errorf("load peer name: %w", err)
+		}
+		_, err = fmt.Fprintln(stdout, name.String())
+		return err
+	}
+	level, _ := weaver.ParseLogLevel(cfg.LogLevel) // validated
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	return daemon.Run(ctx, cfg, log)
+}
+
+// parseFlags maps Weave 2.8.1's weaver flags onto weaver.Config and
+// validates the result.
+func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (weaver.Config, action, error) {
+	cfg := weaver.DefaultConfig(getenv)
+	envPassword := cfg.Password
+	cfg.Password = "" // never show the password as a flag default
+	fs := flag.NewFlagSet("weaver", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var version, printName bool
+	registerFlags(fs, &cfg, &version, &printName)
+	if err := fs.Parse(args); err != nil {
+		return cfg, actionRun, err
+	}
+	if !flagSet(fs, "password") {
+		cfg.Password = envPassword
+	}
+	cfg.Peers = fs.Args()
+	switch {
+	case version:
+		return cfg, actionVersion, nil
+	case printName:
+		return cfg, actionPrintPeerName, nil
+	}
+	return cfg, actionRun, cfg.Validate()
+}
+
+func flagSet(fs *flag.FlagSet, name string) (set bool) {
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+func registerFlags(fs *flag.FlagSet, c *weaver.Config, version, printName *bool) {
+	fs.BoolVar(version, "version", false, "print version and exit")
+	fs.BoolVar(printName, "print-peer-name", false, "print the peer name and exit")
+	fs.StringVar(&c.Name, "name", c.Name, "peer name (MAC address); default: persisted in --data-dir, else random")
+	fs.StringVar(&c.NickName, "nickname", c.NickName, "peer nickname")
+	fs.StringVar(&c.Host, "host", c.Host, "router bind address (TCP and UDP)")
+	fs.IntVar(&c.Port, "port", c.Port, "router port (TCP mesh and UDP sleeve)")
+	fs.StringVar(&c.Password, "password", "", "network password (default $WEAVE_PASSWORD)")
+	fs.IntVar(&c.ConnLimit, "conn-limit", c.ConnLimit, "connection limit (0 for unlimited)")
+	fs.Func("trusted-subnets", "comma-separated CIDRs of trusted networks", func(s string) error {
+		p, err := parsePrefixes(s)
+		c.TrustedSubnets = p
+		return err
+	})
+	fs.BoolVar(&c.NoDiscovery, "no-discovery", c.NoDiscovery, "disable peer discovery")
+	fs.IntVar(&c.MinProtocolVersion, "min-protocol-version", c.MinProtocolVersion, "minimum weave protocol version (1 or 2)")
+	fs.BoolVar(&c.Resume, "resume", c.Resume, "connect to the persisted targets (forbids peer arguments)")
+	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "address for the HTTP API (host:port, or /path for a unix socket)")
+	fs.StringVar(&c.StatusAddr, "status-addr", c.StatusAddr, "address for the read-only status API")
+	fs.StringVar(&c.Bridge, "weave-bridge", c.Bridge, "name of the weave bridge")
+	fs.IntVar(&c.MTU, "mtu", c.MTU, "bridge MTU (0 = 65535, sleeve mode)")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "logging level (debug, info, warning, error)")
+	fs.BoolVar(&c.PktDebug, "pkt-debug", c.PktDebug, "log every frame (debug level)")
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "persistent state directory (default $WEAVE_DATA_DIR or /var/lib/weave)")
+	fs.StringVar(&c.RunDir, "run-dir", c.RunDir, "runtime state directory (default $WEAVE_RUN_DIR or /run/weave)")
+	registerCompatFlags(fs, c)
+}
+
+// registerCompatFlags registers flags accepted for compatibility with
+// Weave 2.8.1's command line; IPAM, fastdp, DNS, plugin and proxy are not
+// implemented yet.
+func registerCompatFlags(fs *flag.FlagSet, c *weaver.Config) {
+	const later = " (accepted; not implemented yet)"
+	fs.StringVar(&c.IPAllocRange, "ipalloc-range", c.IPAllocRange, "IP range for IPAM; \"\" = IPAM off"+later)
+	fs.StringVar(&c.IPAllocInit, "ipalloc-init", c.IPAllocInit, "IPAM initialisation mode"+later)
+	fs.StringVar(&c.IPAllocDefaultSubnet, "ipalloc-default-subnet", c.IPAllocDefaultSubnet, "default IPAM subnet"+later)
+	fs.BoolVar(&c.NoFastDP, "no-fastdp", c.NoFastDP, "disable fast datapath"+later)
+	fs.BoolVar(&c.NoBridgedFastDP, "no-bridged-fastdp", c.NoBridgedFastDP, "disable bridged fast datapath"+later)
+	fs.StringVar(&c.DockerAPI, "docker-api", c.DockerAPI, "Docker API endpoint"+later)
+	fs.BoolVar(&c.NoDNS, "no-dns", c.NoDNS, "disable weaveDNS"+later)
+	fs.StringVar(&c.Datapath, "datapath", c.Datapath, "ODP datapath name"+later)
+	fs.BoolVar(&c.Plugin, "plugin", c.Plugin, "run the Docker plugin"+later)
+	fs.BoolVar(&c.Proxy, "proxy", c.Proxy, "run the Docker API proxy"+later)
+}
+
+func parsePrefixes(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			return nil, fmt.Errorf("invalid CIDR %q", part)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
