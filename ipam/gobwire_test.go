@@ -1,0 +1,288 @@
+package ipam
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/gob"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// gobReader is a minimal reader of the gob wire format, enough to walk the
+// type definitions in a stream so that two streams can be compared with
+// their process-global type ids renumbered.
+type gobReader struct {
+	b   []byte
+	err error
+}
+
+func (r *gobReader) uint() uint64 {
+	if r.err != nil || len(r.b) == 0 {
+		r.err = fmt.Errorf("short gob data")
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	if c < 0x80 {
+		return uint64(c)
+	}
+	n := int(-int8(c))
+	if n > 8 || len(r.b) < n {
+		r.err = fmt.Errorf("bad gob uint")
+		return 0
+	}
+	var x uint64
+	for _, d := range r.b[:n] {
+		x = x<<8 | uint64(d)
+	}
+	r.b = r.b[n:]
+	return x
+}
+
+func (r *gobReader) int() int64 {
+	u := r.uint()
+	if u&1 != 0 {
+		return ^int64(u >> 1)
+	}
+	return int64(u >> 1)
+}
+
+func (r *gobReader) string() string {
+	n := r.uint()
+	if r.err != nil || uint64(len(r.b)) < n {
+		r.err = fmt.Errorf("short gob string")
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+// structFields walks a struct encoding, calling f with each field number.
+func (r *gobReader) structFields(f func(field int)) {
+	field := 0
+	for r.err == nil {
+		d := r.uint()
+		if d == 0 {
+			return
+		}
+		field += int(d)
+		f(field)
+	}
+}
+
+// wireDef is a decoded gob wireType, reduced to what identifies a type.
+type wireDef struct {
+	kind, name string
+	refs       []int64 // element/key/field type ids
+	fields     []string
+}
+
+func (r *gobReader) commonType(d *wireDef) {
+	r.structFields(func(f int) {
+		switch f {
+		case 1:
+			d.name = r.string()
+		case 2:
+			r.int()
+		}
+	})
+}
+
+func (r *gobReader) wireType() wireDef {
+	var d wireDef
+	r.structFields(func(f int) {
+		d.kind = [...]string{"", "array", "slice", "struct", "map", "gobenc", "binmarsh", "textmarsh"}[min(f, 7)]
+		r.structFields(func(g int) {
+			switch {
+			case g == 1:
+				r.commonType(&d)
+			case g == 2 && f == 3:
+				n := r.uint()
+				for i := uint64(0); i < n && r.err == nil; i++ {
+					r.structFields(func(h int) {
+						if h == 1 {
+							d.fields = append(d.fields, r.string())
+						} else {
+							d.refs = append(d.refs, r.int())
+						}
+					})
+				}
+			default:
+				d.refs = append(d.refs, r.int())
+			}
+		})
+	})
+	return d
+}
+
+// canonicalGob renders a gob stream with user type ids replaced by their
+// order of definition, so streams from different processes compare equal.
+func canonicalGob(t *testing.T, stream []byte) string {
+	t.Helper()
+	type msg struct {
+		id   int64
+		def  *wireDef
+		body []byte
+	}
+	var msgs []msg
+	order := map[int64]int{}
+	r := &gobReader{b: stream}
+	for len(r.b) > 0 && r.err == nil {
+		n := r.uint()
+		if r.err != nil || uint64(len(r.b)) < n {
+			t.Fatalf("truncated gob stream")
+		}
+		m := &gobReader{b: r.b[:n]}
+		r.b = r.b[n:]
+		id := m.int()
+		if id < 0 {
+			d := m.wireType()
+			order[-id] = len(order)
+			msgs = append(msgs, msg{id: -id, def: &d})
+		} else {
+			msgs = append(msgs, msg{id: id, body: m.b})
+		}
+		if m.err != nil {
+			t.Fatalf("parse gob: %v", m.err)
+		}
+	}
+	ref := func(id int64) string {
+		if o, ok := order[id]; ok {
+			return fmt.Sprintf("u%d", o)
+		}
+		return fmt.Sprintf("b%d", id)
+	}
+	var sb strings.Builder
+	for _, m := range msgs {
+		if m.def != nil {
+			var refs []string
+			for _, x := range m.def.refs {
+				refs = append(refs, ref(x))
+			}
+			fmt.Fprintf(&sb, "def %s %s %q fields=%v refs=%v\n", ref(m.id), m.def.kind, m.def.name, m.def.fields, refs)
+			continue
+		}
+		fmt.Fprintf(&sb, "val %s %x\n", ref(m.id), m.body)
+	}
+	return sb.String()
+}
+
+type capturedMsg struct {
+	Frame   int    `json:"frame"`
+	Tag     int    `json:"tag"`
+	SrcPeer string `json:"src_peer"`
+	Hex     string `json:"hex"`
+}
+
+// loadCaptured returns the IPallocation payloads of the plain-ipam capture,
+// unwrapped from the mesh envelope (length, tag, gob(channel, src, msg)).
+func loadCaptured(t *testing.T) map[int][]byte {
+	t.Helper()
+	f, err := os.Open("testdata/plain-ipam-ipallocation.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[int][]byte{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m capturedMsg
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := hex.DecodeString(m.Hex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := gob.NewDecoder(bytes.NewReader(raw[5:]))
+		var channel string
+		var src uint64
+		var payload []byte
+		if err := dec.Decode(&channel); err != nil || channel != "IPallocation" {
+			t.Fatalf("frame %d: channel %q %v", m.Frame, channel, err)
+		}
+		if err := dec.Decode(&src); err != nil {
+			t.Fatal(err)
+		}
+		if err := dec.Decode(&payload); err != nil {
+			t.Fatal(err)
+		}
+		out[m.Frame] = payload
+	}
+	return out
+}
+
+// TestCapturedGossipRoundTrip decodes every IPallocation payload Weave 2.8.1
+// sent and re-encodes it; the result must equal the capture byte for byte
+// once type ids are renumbered. Go randomises map order (Nicknames, Paxos),
+// so the encoding is retried until the random order matches.
+func TestCapturedGossipRoundTrip(t *testing.T) {
+	caps := loadCaptured(t)
+	if len(caps) != 11 {
+		t.Fatalf("want 11 captured IPallocation messages, got %d", len(caps))
+	}
+	for frame, payload := range caps {
+		st, err := decodeState(payload)
+		if err != nil {
+			t.Fatalf("frame %d: %v", frame, err)
+		}
+		want := canonicalGob(t, payload)
+		matched := false
+		for try := 0; try < 200 && !matched; try++ {
+			matched = canonicalGob(t, encodeState(st)) == want
+		}
+		if !matched {
+			t.Errorf("frame %d: re-encoding differs:\nwant\n%s\ngot\n%s", frame, want, canonicalGob(t, encodeState(st)))
+		}
+	}
+}
+
+func TestCapturedConsensusContent(t *testing.T) {
+	caps := loadCaptured(t)
+	st, err := decodeState(caps[120])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Ring == nil || st.Ring.Start.String() != "10.32.0.0" || st.Ring.End.String() != "10.48.0.0" {
+		t.Fatalf("ring %v", st.Ring)
+	}
+	got := st.Ring.String()
+	want := "ring 10.32.0.0-10.48.0.0 peer aa:00:00:00:00:01 seeds [aa:00:00:00:00:01 aa:00:00:00:00:02]: " +
+		"10.32.0.0->aa:00:00:00:00:01(v1,free 524287) 10.40.0.0->aa:00:00:00:00:02(v0,free 524288)"
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	if st.Nicknames[st.Ring.Seeds[1]] != "h2" {
+		t.Fatalf("nicknames %v", st.Nicknames)
+	}
+	px, err := decodeState(caps[118])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(px.Paxos) != 2 || px.Ring != nil {
+		t.Fatalf("frame 118 paxos %v ring %v", px.Paxos, px.Ring)
+	}
+	for id, c := range px.Paxos {
+		if id.Name == st.Ring.Seeds[0] && (c.Accepted.Round != 1 || len(c.AcceptedVal.Value) != 2) {
+			t.Fatalf("h1 claims %+v", c)
+		}
+	}
+}
+
+// TestTruncatedCapturedPayloads: every prefix of a real payload is rejected
+// with an error, never a panic.
+func TestTruncatedCapturedPayloads(t *testing.T) {
+	for frame, payload := range loadCaptured(t) {
+		for n := 0; n < len(payload); n++ {
+			if _, err := decodeState(payload[:n]); err == nil {
+				t.Fatalf("frame %d: %d-byte prefix accepted", frame, n)
+			}
+		}
+	}
+}
