@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -98,5 +99,32 @@ func TestPollReturnsLastError(t *testing.T) {
 	}
 	if err := Poll(time.Second, func() error { return nil }); err != nil {
 		t.Fatalf("Poll with a true condition = %v", err)
+	}
+}
+
+// TestBackgroundCapture checks Start/WaitStderr/Stop with tcpdump on the
+// underlay bridge: a patterned ping between hosts shows up in the pcap.
+func TestBackgroundCapture(t *testing.T) {
+	RequireRoot(t)
+	RequireTools(t, "tcpdump")
+	tp := New(t, Config{Hosts: 2})
+	file := t.TempDir() + "/u.pcap"
+	p := tp.Start(tp.Underlay, "tcpdump", "-i", "any", "--immediate-mode", "-n", "-s", "0", "-U", "-Z", "root", "-w", file, "icmp")
+	if err := p.WaitStderr("listening on", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := Ping(tp.Host(1).NS, tp.Host(2).IP, 2, "-p", "5745415645"); err != nil {
+		t.Fatalf("ping: %v\n%s", err, out)
+	}
+	_ = p.Stop(syscall.SIGINT)
+	if !strings.Contains(p.Stderr(), "packets captured") {
+		t.Fatalf("tcpdump did not report its count:\n%s", p.Stderr())
+	}
+	data, err := os.ReadFile(file)
+	if err != nil || !strings.Contains(string(data), "WEAVEWEAVE") {
+		t.Fatalf("pattern not in capture (err %v, %d bytes)\n%s", err, len(data), p.Stderr())
+	}
+	if p.Stop(syscall.SIGINT) != p.Stop(syscall.SIGKILL) {
+		t.Fatal("Stop is not idempotent")
 	}
 }

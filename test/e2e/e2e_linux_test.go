@@ -100,12 +100,12 @@ func checkEncryptionStatus(t *testing.T, cl *cluster, encrypted bool) {
 	t.Fatalf("no established connection on h1:\n%s", out)
 }
 
-// captureDuringPing records weave's underlay traffic on the underlay bridge
+// captureDuringPing records weave's underlay traffic on every underlay bridge port
 // while c1 pings c2 with the pattern, returning the pcap and packet count.
 func captureDuringPing(t *testing.T, cl *cluster) ([]byte, int) {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "underlay.pcap")
-	dump := cl.tp.Start(cl.tp.Underlay, "tcpdump", "-i", "br0", "-n", "-s", "0", "-U", "-Z", "root", "-w", file,
+	dump := cl.tp.Start(cl.tp.Underlay, "tcpdump", "-i", "any", "--immediate-mode", "-n", "-s", "0", "-U", "-Z", "root", "-w", file,
 		"port 6783 or (ip[6:2] & 0x1fff != 0)")
 	if err := dump.WaitStderr("listening on", 10*time.Second); err != nil {
 		t.Fatalf("tcpdump did not start: %v", err)

@@ -13,9 +13,10 @@ import (
 // build holds what TestMain produced: the weave script next to bin/ with
 // weaver and weaveutil, and the test helper programs.
 var build struct {
-	weave   string // path of the copied weave script
-	helpers string // directory with mcast and junk
-	err     error
+	weave     string // path of the copied weave script
+	helpers   string // directory with mcast and junk
+	err       error  // building the product (weaver, weaveutil, weave script)
+	helperErr error  // building the helpers
 }
 
 func TestMain(m *testing.M) {
@@ -40,16 +41,9 @@ func buildAll(dir string) error {
 	}
 	build.weave = filepath.Join(dir, "weave")
 	build.helpers = filepath.Join(dir, "helpers")
-	steps := [][]string{
-		{"go", "build", "-o", filepath.Join(dir, "bin") + "/", "./prog/..."},
-		{"go", "build", "-o", build.helpers + "/", "./test/e2e/mcast", "./test/e2e/junk"},
-	}
-	for _, s := range steps {
-		cmd := exec.Command(s[0], s[1:]...)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("build %v: %w\n%s", s[2:], err, out)
-		}
+	build.helperErr = goBuild(root, build.helpers, "./test/e2e/mcast", "./test/e2e/junk")
+	if err := goBuild(root, filepath.Join(dir, "bin"), "./prog/..."); err != nil {
+		return err
 	}
 	script, err := os.ReadFile(filepath.Join(root, "weave"))
 	if err != nil {
@@ -57,6 +51,16 @@ func buildAll(dir string) error {
 	}
 	if err := os.WriteFile(build.weave, script, 0o755); err != nil {
 		return fmt.Errorf("copy weave script: %w", err)
+	}
+	return nil
+}
+
+// goBuild runs `go build -o outDir/ pkgs...` in the module root.
+func goBuild(root, outDir string, pkgs ...string) error {
+	cmd := exec.Command("go", append([]string{"build", "-o", outDir + "/"}, pkgs...)...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build %v: %w\n%s", pkgs, err, out)
 	}
 	return nil
 }
