@@ -57,7 +57,8 @@ type NetworkRouter struct {
 	mac *macCache
 
 	// Set by Start; read-only afterwards.
-	mesh    *mesh.Router
+	mesh    *mesh.Router // nil when started with static routes (tests)
+	routes  routeTable
 	ourself mesh.PeerName
 	inj     Injector
 
@@ -102,6 +103,7 @@ func (r *NetworkRouter) Start(m *mesh.Router, inj Injector) {
 	}
 	r.lifecycle.started = true
 	r.mesh = m
+	r.routes = m.Routes
 	r.ourself = m.Ourself.Name
 	r.inj = inj
 	m.Peers.OnGC(r.peerGone)
@@ -109,9 +111,26 @@ func (r *NetworkRouter) Start(m *mesh.Router, inj Injector) {
 	go r.expireLoop(r.lifecycle.stop)
 }
 
+// routeTable is the part of mesh's routes the data plane uses; m.Routes
+// implements it, tests substitute static tables.
+type routeTable interface {
+	Unicast(dst mesh.PeerName) (mesh.PeerName, bool)
+	Broadcast(src mesh.PeerName) []mesh.PeerName
+}
+
+// startStatic starts the router without a mesh (tests).
+func (r *NetworkRouter) startStatic(ourself mesh.PeerName, routes routeTable, inj Injector) {
+	r.lifecycle.Lock()
+	defer r.lifecycle.Unlock()
+	r.lifecycle.started = true
+	r.routes, r.ourself, r.inj = routes, ourself, inj
+	r.lifecycle.wg.Add(1)
+	go r.expireLoop(r.lifecycle.stop)
+}
+
 func (r *NetworkRouter) peerGone(p *mesh.Peer) {
 	if n := r.mac.DeletePeer(p.Name); n > 0 {
-		r.log.Info("purged MACs of removed peer", "peer", p.String(), "count", n)
+		r.log.Info("purged MACs of removed peer", "peer", p.Name.String(), "count", n)
 	}
 }
 

@@ -19,7 +19,7 @@ func isGroup(mac MAC) bool { return mac[0]&1 != 0 }
 // HandleCaptured is called for every frame captured from the local bridge.
 // It must not be called before Start. It does not retain frame.
 func (r *NetworkRouter) HandleCaptured(frame []byte) {
-	if len(frame) < ethHeaderLen || r.mesh == nil {
+	if len(frame) < ethHeaderLen || r.routes == nil {
 		return
 	}
 	dst, src := macAt(frame, 0), macAt(frame, 6)
@@ -48,7 +48,7 @@ func (r *NetworkRouter) HandleCaptured(frame []byte) {
 
 // HandleForwarded implements FrameHandler. It does not retain frame.
 func (r *NetworkRouter) HandleForwarded(srcPeer, dstPeer mesh.PeerName, frame []byte) {
-	if len(frame) < ethHeaderLen || r.mesh == nil || srcPeer == r.ourself {
+	if len(frame) < ethHeaderLen || r.routes == nil || srcPeer == r.ourself {
 		return
 	}
 	if dstPeer != r.ourself {
@@ -82,7 +82,7 @@ func (r *NetworkRouter) inject(frame []byte) {
 // which case a FrameTooBigError is answered with ICMP "fragmentation
 // needed".
 func (r *NetworkRouter) relayUnicast(srcPeer, dstPeer mesh.PeerName, frame []byte, captured bool) {
-	hop, ok := r.mesh.Routes.Unicast(dstPeer)
+	hop, ok := r.routes.Unicast(dstPeer)
 	if !ok {
 		if r.cfg.PktDebug {
 			r.log.Debug("drop frame: no unicast route", "peer", dstPeer.String())
@@ -115,7 +115,7 @@ func (r *NetworkRouter) unicastFailed(err error, hop mesh.PeerName, frame []byte
 // relayBroadcast floods frame along the broadcast tree rooted at srcPeer.
 // Each next hop is addressed as the frame's destination peer.
 func (r *NetworkRouter) relayBroadcast(srcPeer mesh.PeerName, frame []byte) {
-	for _, hop := range r.mesh.Routes.Broadcast(srcPeer) {
+	for _, hop := range r.routes.Broadcast(srcPeer) {
 		fwd := r.sw.forwarderFor(hop)
 		if fwd == nil {
 			continue

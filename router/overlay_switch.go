@@ -70,13 +70,15 @@ func (s *OverlaySwitch) AddFeaturesTo(features map[string]string) {
 // PrepareConnection implements mesh.Overlay.
 func (s *OverlaySwitch) PrepareConnection(params mesh.OverlayConnectionParams) (mesh.OverlayConnection, error) {
 	remote := params.RemotePeer.Name
+	// Not params.RemotePeer.String(): mesh updates NickName concurrently.
+	remoteStr := peerString(remote, params.Features)
 	theirs, ok := params.Features[OverlaysFeature]
 	if !ok {
 		return s.prepareCompat(params)
 	}
 	common := s.commonOverlays(strings.Fields(theirs))
 	if len(common) == 0 {
-		return nil, fmt.Errorf("prepare connection to %s: %w", params.RemotePeer, ErrNoCommonOverlay)
+		return nil, fmt.Errorf("prepare connection to %s: %w", remoteStr, ErrNoCommonOverlay)
 	}
 	subs := make([]Forwarder, len(common))
 	names := make([]string, len(common))
@@ -87,32 +89,39 @@ func (s *OverlaySwitch) PrepareConnection(params mesh.OverlayConnectionParams) (
 		p.SendControlMessage = wrapControl(byte(i), params.SendControlMessage)
 		fwd, err := o.PrepareConnection(p)
 		if err != nil {
-			s.log.Warn("overlay cannot prepare connection", "overlay", o.Name(), "peer", params.RemotePeer.String(), "err", err)
+			s.log.Warn("overlay cannot prepare connection", "overlay", o.Name(), "peer", remoteStr, "err", err)
 			continue
 		}
 		subs[i] = fwd
 		prepared++
 	}
 	if prepared == 0 {
-		return nil, fmt.Errorf("prepare connection to %s: no overlay could prepare it", params.RemotePeer)
+		return nil, fmt.Errorf("prepare connection to %s: no overlay could prepare it", remoteStr)
 	}
-	return newSwitchForwarder(s, remote, params.RemotePeer.String(), names, subs, false), nil
+	return newSwitchForwarder(s, remote, remoteStr, names, subs, false), nil
 }
 
 func (s *OverlaySwitch) prepareCompat(params mesh.OverlayConnectionParams) (mesh.OverlayConnection, error) {
+	remoteStr := peerString(params.RemotePeer.Name, params.Features)
 	for _, o := range s.overlays {
 		if o.Name() != compatOverlayName {
 			continue
 		}
 		fwd, err := o.PrepareConnection(params)
 		if err != nil {
-			return nil, fmt.Errorf("prepare compat connection to %s: %w", params.RemotePeer, err)
+			return nil, fmt.Errorf("prepare compat connection to %s: %w", remoteStr, err)
 		}
-		return newSwitchForwarder(s, params.RemotePeer.Name, params.RemotePeer.String(),
+		return newSwitchForwarder(s, params.RemotePeer.Name, remoteStr,
 			[]string{o.Name()}, []Forwarder{fwd}, true), nil
 	}
 	return nil, fmt.Errorf("prepare connection to %s: peer has no Overlays feature and we have no %q overlay: %w",
-		params.RemotePeer, compatOverlayName, ErrNoCommonOverlay)
+		remoteStr, compatOverlayName, ErrNoCommonOverlay)
+}
+
+// peerString renders a peer as "name(nickname)" from the connection
+// features.
+func peerString(name mesh.PeerName, features map[string]string) string {
+	return name.String() + "(" + features["NickName"] + ")"
 }
 
 // commonOverlays returns our overlays (in our order) that theirs lists, at

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"github.com/weaveworks/mesh"
 	"sort"
 	"time"
 )
@@ -26,16 +27,26 @@ type MACStatus struct {
 func (r *NetworkRouter) Status() Status {
 	snap := r.mac.Snapshot()
 	sort.Slice(snap, func(i, j int) bool { return string(snap[i].MAC[:]) < string(snap[j].MAC[:]) })
+	nicks := r.nickNames()
 	macs := make([]MACStatus, 0, len(snap))
 	for _, e := range snap {
-		st := MACStatus{Mac: e.MAC.String(), Name: e.Peer.String(), LastSeen: e.LastSeen}
-		if r.mesh != nil {
-			if p := r.mesh.Peers.Fetch(e.Peer); p != nil {
-				st.NickName = p.NickName
-			}
-		}
-		macs = append(macs, st)
+		macs = append(macs, MACStatus{Mac: e.MAC.String(), Name: e.Peer.String(),
+			NickName: nicks[e.Peer], LastSeen: e.LastSeen})
 	}
 	diags, _ := r.sw.Diagnostics().(map[string]any)
 	return Status{MACs: macs, OverlayDiagnostics: diags}
+}
+
+// nickNames maps peer names to nicknames. It uses Peers.Descriptions,
+// which copies under the peers lock (reading Peer fields directly races
+// with topology updates).
+func (r *NetworkRouter) nickNames() map[mesh.PeerName]string {
+	out := map[mesh.PeerName]string{}
+	if r.mesh == nil {
+		return out
+	}
+	for _, d := range r.mesh.Peers.Descriptions() {
+		out[d.Name] = d.NickName
+	}
+	return out
 }
