@@ -28,6 +28,9 @@ const shutdownTimeout = 5 * time.Second
 
 // Serve listens on addr and serves h in a goroutine owned by the Server.
 func Serve(addr string, h http.Handler, log *slog.Logger) (*Server, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	ln, sockPath, err := listen(addr)
 	if err != nil {
 		return nil, err
