@@ -1,0 +1,380 @@
+//go:build linux
+
+package netdev
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+	vnetns "github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/seedf75a49c6/weave/internal/netns"
+)
+
+// ContainerPeerPrefix starts the temporary name of the container-side veth
+// before it is moved and renamed.
+const ContainerPeerPrefix = "vethwepg"
+
+// ShortID returns the 7-character id used in vethwepl<id>: the first 7
+// interface-name-safe characters of containerID, or, if containerID is
+// empty (or has none), a hash of the namespace path.
+func ShortID(containerID, netnsPath string) string {
+	id := make([]byte, 0, 7)
+	for i := 0; i < len(containerID) && len(id) < 7; i++ {
+		c := containerID[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' {
+			id = append(id, c)
+		}
+	}
+	if len(id) > 0 {
+		return string(id)
+	}
+	sum := sha256.Sum256([]byte(netnsPath))
+	return hex.EncodeToString(sum[:])[:7]
+}
+
+// withDefaults fills unset AttachConfig fields.
+func (cfg AttachConfig) withDefaults() AttachConfig {
+	if cfg.Bridge == "" {
+		cfg.Bridge = DefaultBridge
+	}
+	if cfg.IfName == "" {
+		cfg.IfName = DefaultContainerIf
+	}
+	return cfg
+}
+
+// AttachContainer creates the veth (if missing), moves one end into the
+// namespace as IfName, adds the addresses (idempotent), sets ARP sysctls,
+// the multicast route, sends gratuitous ARP, and enslaves the host end with
+// hairpin on. Returns the container interface MAC.
+func AttachContainer(cfg AttachConfig) (net.HardwareAddr, error) {
+	cfg = cfg.withDefaults()
+	br, err := netlink.LinkByName(cfg.Bridge)
+	if err != nil {
+		return nil, fmt.Errorf("look up bridge %s: %w", cfg.Bridge, err)
+	}
+	if cfg.MTU == 0 {
+		cfg.MTU = br.Attrs().MTU
+	}
+	ns, err := vnetns.GetFromPath(cfg.NetNS)
+	if err != nil {
+		return nil, fmt.Errorf("open netns %s: %w", cfg.NetNS, err)
+	}
+	defer ns.Close()
+	host := ContainerVethPrefix + ShortID(cfg.ContainerID, cfg.NetNS)
+	if err := ensureContainerVeth(cfg, ns, host); err != nil {
+		return nil, err
+	}
+	if err := attachHostEnd(host, br); err != nil {
+		return nil, err
+	}
+	var mac net.HardwareAddr
+	err = netns.DoHandle(ns, func() error {
+		var err error
+		mac, err = configureInside(cfg)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("configure %s in %s: %w", cfg.IfName, cfg.NetNS, err)
+	}
+	return mac, nil
+}
+
+// ensureContainerVeth creates the pair and moves the peer into ns as
+// cfg.IfName, unless cfg.IfName already exists there.
+func ensureContainerVeth(cfg AttachConfig, ns vnetns.NsHandle, host string) error {
+	nh, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		return fmt.Errorf("open netlink in %s: %w", cfg.NetNS, err)
+	}
+	defer nh.Close()
+	if _, err := nh.LinkByName(cfg.IfName); err == nil {
+		return nil
+	} else if !isNotFound(err) {
+		return fmt.Errorf("look up %s in %s: %w", cfg.IfName, cfg.NetNS, err)
+	}
+	guest := ContainerPeerPrefix + host[len(ContainerVethPrefix):]
+	for _, stale := range []string{host, guest} { // left over from a failed attach
+		if err := deleteLink(stale); err != nil {
+			return err
+		}
+	}
+	if err := createVeth(host, guest, cfg.MTU, cfg.MAC); err != nil {
+		return err
+	}
+	peer, err := netlink.LinkByName(guest)
+	if err != nil {
+		return fmt.Errorf("look up %s: %w", guest, err)
+	}
+	if err := netlink.LinkSetNsFd(peer, int(ns)); err != nil {
+		_ = deleteLink(host)
+		return fmt.Errorf("move %s into %s: %w", guest, cfg.NetNS, err)
+	}
+	moved, err := nh.LinkByName(guest)
+	if err == nil {
+		err = nh.LinkSetName(moved, cfg.IfName)
+	}
+	if err != nil {
+		_ = deleteLink(host)
+		return fmt.Errorf("rename %s to %s in %s: %w", guest, cfg.IfName, cfg.NetNS, err)
+	}
+	return nil
+}
+
+// attachHostEnd enslaves the host-side veth with hairpin on and sets it up.
+func attachHostEnd(host string, br netlink.Link) error {
+	l, err := netlink.LinkByName(host)
+	if isNotFound(err) {
+		return nil // the container interface pre-existed under another host name
+	}
+	if err != nil {
+		return fmt.Errorf("look up %s: %w", host, err)
+	}
+	if err := enslave(l, br); err != nil {
+		return err
+	}
+	if err := netlink.LinkSetHairpin(l, true); err != nil {
+		return fmt.Errorf("set hairpin on %s: %w", host, err)
+	}
+	if err := disableTxChecksum(host); err != nil {
+		return err
+	}
+	disableIPv6(host)
+	return setUp(l)
+}
+
+// configureInside runs in the container namespace: offload, sysctls,
+// addresses, link up, multicast route and gratuitous ARP.
+func configureInside(cfg AttachConfig) (net.HardwareAddr, error) {
+	link, err := netlink.LinkByName(cfg.IfName)
+	if err != nil {
+		return nil, fmt.Errorf("look up %s: %w", cfg.IfName, err)
+	}
+	if err := disableTxChecksum(cfg.IfName); err != nil {
+		return nil, err
+	}
+	if err := setNeighSysctls(cfg.IfName); err != nil {
+		return nil, err
+	}
+	added, err := addAddrs(link, cfg.Addrs)
+	if err != nil {
+		return nil, err
+	}
+	if err := setUp(link); err != nil {
+		return nil, err
+	}
+	if !cfg.NoMulticastRoute {
+		if err := addMulticastRoute(link); err != nil {
+			return nil, err
+		}
+	}
+	mac := link.Attrs().HardwareAddr
+	for _, p := range added {
+		if err := sendGratuitousARP(link.Attrs().Index, mac, p.Addr()); err != nil {
+			return nil, err
+		}
+	}
+	return mac, nil
+}
+
+// setNeighSysctls makes ARP entries expire and re-probe quickly, so a MAC
+// that moves (container restarted on another host) is relearned fast.
+func setNeighSysctls(ifname string) error {
+	base := "net/ipv4/neigh/" + ifname + "/"
+	for _, kv := range [][2]string{{"base_reachable_time", "5"}, {"delay_first_probe_time", "2"}, {"ucast_solicit", "1"}} {
+		if err := setSysctl(base+kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addAddrs adds the addresses not yet on link and returns those it added.
+func addAddrs(link netlink.Link, want []netip.Prefix) ([]netip.Prefix, error) {
+	have, err := linkPrefixes(link, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, err
+	}
+	var added []netip.Prefix
+	for _, p := range want {
+		if containsPrefix(have, p) {
+			continue
+		}
+		if err := netlink.AddrAdd(link, &netlink.Addr{IPNet: prefixToIPNet(p)}); err != nil && !errors.Is(err, unix.EEXIST) {
+			return added, fmt.Errorf("add address %s to %s: %w", p, link.Attrs().Name, err)
+		}
+		added = append(added, p)
+	}
+	return added, nil
+}
+
+// addMulticastRoute routes 224.0.0.0/4 via the container interface.
+func addMulticastRoute(link netlink.Link) error {
+	_, dst, _ := net.ParseCIDR("224.0.0.0/4")
+	r := &netlink.Route{LinkIndex: link.Attrs().Index, Dst: dst, Scope: netlink.SCOPE_LINK}
+	if err := netlink.RouteReplace(r); err != nil {
+		return fmt.Errorf("add route 224.0.0.0/4 dev %s: %w", link.Attrs().Name, err)
+	}
+	return nil
+}
+
+// DetachContainer removes addrs from the container interface; with no addrs,
+// or when no address remains, it deletes the interface.
+func DetachContainer(netnsPath, ifName string, addrs []netip.Prefix) error {
+	if ifName == "" {
+		ifName = DefaultContainerIf
+	}
+	err := netns.Do(netnsPath, func() error {
+		link, err := netlink.LinkByName(ifName)
+		if isNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("look up %s: %w", ifName, err)
+		}
+		for _, p := range addrs {
+			err := netlink.AddrDel(link, &netlink.Addr{IPNet: prefixToIPNet(p)})
+			if err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
+				return fmt.Errorf("delete address %s from %s: %w", p, ifName, err)
+			}
+		}
+		left, err := linkPrefixes(link, netlink.FAMILY_V4)
+		if err != nil {
+			return err
+		}
+		if len(addrs) > 0 && len(left) > 0 {
+			return nil
+		}
+		if err := netlink.LinkDel(link); err != nil && !isNotFound(err) {
+			return fmt.Errorf("delete %s: %w", ifName, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("detach %s in %s: %w", ifName, netnsPath, err)
+	}
+	return nil
+}
+
+// ContainerAddrs returns the MAC and IPv4 addresses of ifName inside the
+// namespace; ok=false if the interface does not exist.
+func ContainerAddrs(netnsPath, ifName string) (mac net.HardwareAddr, addrs []netip.Prefix, ok bool, err error) {
+	if ifName == "" {
+		ifName = DefaultContainerIf
+	}
+	err = netns.Do(netnsPath, func() error {
+		link, err := netlink.LinkByName(ifName)
+		if isNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("look up %s: %w", ifName, err)
+		}
+		ok, mac = true, link.Attrs().HardwareAddr
+		addrs, err = linkPrefixes(link, netlink.FAMILY_V4)
+		return err
+	})
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("read addresses of %s in %s: %w", ifName, netnsPath, err)
+	}
+	return mac, addrs, ok, nil
+}
+
+// Expose adds addr to the bridge (host access to the overlay) and the NAT
+// rules that masquerade traffic from it. Idempotent.
+func Expose(bridge string, addr netip.Prefix) error {
+	if bridge == "" {
+		bridge = DefaultBridge
+	}
+	br, err := netlink.LinkByName(bridge)
+	if err != nil {
+		return fmt.Errorf("look up bridge %s: %w", bridge, err)
+	}
+	if _, err := addAddrs(br, []netip.Prefix{addr}); err != nil {
+		return fmt.Errorf("expose %s: %w", addr, err)
+	}
+	if err := EnsureIPTables(bridge); err != nil {
+		return fmt.Errorf("expose %s: %w", addr, err)
+	}
+	rules := exposeRules(bridge, addr)
+	for i, r := range rules {
+		pos := 0
+		if i == 0 {
+			pos = 1 // multicast RETURN goes ahead of every MASQUERADE
+		}
+		if err := ensureRule(r, pos); err != nil {
+			return fmt.Errorf("expose %s: %w", addr, err)
+		}
+	}
+	trackExposed(bridge, addr, true)
+	return nil
+}
+
+// Hide removes an exposed address and its rules.
+func Hide(bridge string, addr netip.Prefix) error {
+	if bridge == "" {
+		bridge = DefaultBridge
+	}
+	trackExposed(bridge, addr, false)
+	var errs []error
+	for _, r := range exposeRules(bridge, addr) {
+		errs = append(errs, deleteRule(r))
+	}
+	br, err := netlink.LinkByName(bridge)
+	switch {
+	case isNotFound(err):
+	case err != nil:
+		errs = append(errs, fmt.Errorf("look up bridge %s: %w", bridge, err))
+	default:
+		err := netlink.AddrDel(br, &netlink.Addr{IPNet: prefixToIPNet(addr)})
+		if err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
+			errs = append(errs, fmt.Errorf("delete address %s from %s: %w", addr, bridge, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("hide %s: %w", addr, err)
+	}
+	return nil
+}
+
+// linkPrefixes lists the addresses on link as prefixes.
+func linkPrefixes(link netlink.Link, family int) ([]netip.Prefix, error) {
+	list, err := netlink.AddrList(link, family)
+	if err != nil {
+		return nil, fmt.Errorf("list addresses of %s: %w", link.Attrs().Name, err)
+	}
+	out := make([]netip.Prefix, 0, len(list))
+	for _, a := range list {
+		ip, ok := netip.AddrFromSlice(a.IP)
+		if !ok {
+			continue
+		}
+		ones, _ := a.Mask.Size()
+		out = append(out, netip.PrefixFrom(ip.Unmap(), ones))
+	}
+	return out, nil
+}
+
+func containsPrefix(list []netip.Prefix, p netip.Prefix) bool {
+	for _, q := range list {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+func prefixToIPNet(p netip.Prefix) *net.IPNet {
+	bits := 32
+	if p.Addr().Is6() && !p.Addr().Is4In6() {
+		bits = 128
+	}
+	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), bits)}
+}

@@ -1,0 +1,123 @@
+//go:build linux
+
+package netdev
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seedf75a49c6/weave/internal/netns"
+)
+
+func TestEnsureIPTablesRules(t *testing.T) {
+	nsPath, bridge := hostWithBridge(t, 0)
+	in(t, nsPath, func() error { return EnsureIPTables(bridge) })
+	in(t, nsPath, func() error { return EnsureIPTables(bridge) }) // idempotent
+	dump := iptablesSave(t, nsPath)
+	want := []string{
+		"-A FORWARD -i " + bridge + " -o " + bridge + " -j ACCEPT",
+		"-A FORWARD -o " + bridge + " -j WEAVE-EXPOSE",
+		"-A FORWARD -i " + bridge + " ! -o " + bridge + " -j ACCEPT",
+		"-A FORWARD -o " + bridge + " -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+		"-A POSTROUTING -j WEAVE",
+		":WEAVE - [0:0]",
+		":WEAVE-EXPOSE - [0:0]",
+	}
+	for _, line := range want {
+		if n := countLines(dump, line); n != 1 {
+			t.Errorf("%q appears %d times, want once; dump:\n%s", line, n, dump)
+		}
+	}
+	if n := countLines(dump, ":WEAVE-CANARY - [0:0]"); n != 3 {
+		t.Errorf("WEAVE-CANARY in %d tables, want 3 (filter, nat, mangle)", n)
+	}
+	in(t, nsPath, func() error { return RemoveIPTables(bridge) })
+	if dump := iptablesSave(t, nsPath); strings.Contains(dump, "WEAVE") {
+		t.Errorf("RemoveIPTables left WEAVE rules:\n%s", dump)
+	}
+}
+
+func TestMonitorRestoresCanaryAndExposure(t *testing.T) {
+	nsPath, bridge := hostWithBridge(t, 0)
+	exposeAddr := netip.MustParsePrefix("10.40.0.1/16")
+	in(t, nsPath, func() error { return Expose(bridge, exposeAddr) })
+	t.Cleanup(func() { _ = Hide(bridge, exposeAddr) }) // drop in-memory tracking
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = netns.Do(nsPath, func() error {
+			MonitorIPTables(ctx, bridge, 50*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			return nil
+		})
+	}()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	exposeRule := "-A WEAVE -s 10.40.0.0/16 ! -o " + bridge + " -j MASQUERADE"
+	if !strings.Contains(iptablesSave(t, nsPath), exposeRule) {
+		t.Fatalf("Expose did not add %q", exposeRule)
+	}
+	// Simulate a firewall reload: flush nat and drop its canary.
+	for _, args := range [][]string{{"-t", "nat", "-F"}, {"-t", "nat", "-X"}} {
+		if out, err := run(t, nsPath, "iptables", args...); err != nil {
+			t.Fatalf("iptables %v: %v: %s", args, err, out)
+		}
+	}
+	eventually(t, "monitor to restore nat rules", func() bool {
+		dump := iptablesSave(t, nsPath)
+		return strings.Contains(dump, exposeRule) && strings.Contains(dump, "-A POSTROUTING -j WEAVE") &&
+			countLines(dump, ":WEAVE-CANARY - [0:0]") == 3
+	})
+}
+
+func TestExposeHide(t *testing.T) {
+	nsPath, bridge := hostWithBridge(t, 0)
+	addr := netip.MustParsePrefix("10.41.0.1/16")
+	for range 2 { // idempotent
+		in(t, nsPath, func() error { return Expose(bridge, addr) })
+	}
+	dump := iptablesSave(t, nsPath)
+	for _, line := range []string{
+		"-A WEAVE -s 10.41.0.0/16 -d 224.0.0.0/4 -j RETURN",
+		"-A WEAVE ! -s 10.41.0.0/16 -o " + bridge + " -j MASQUERADE",
+		"-A WEAVE -s 10.41.0.0/16 ! -o " + bridge + " -j MASQUERADE",
+		"-A WEAVE-EXPOSE -d 10.41.0.0/16 -j ACCEPT",
+	} {
+		if n := countLines(dump, line); n != 1 {
+			t.Errorf("%q appears %d times, want once", line, n)
+		}
+	}
+	if !bridgeHas(t, nsPath, bridge, addr) {
+		t.Errorf("bridge lacks exposed address %s", addr)
+	}
+	in(t, nsPath, func() error { return Hide(bridge, addr) })
+	if bridgeHas(t, nsPath, bridge, addr) {
+		t.Errorf("bridge still has %s after Hide", addr)
+	}
+	if dump := iptablesSave(t, nsPath); strings.Contains(dump, "10.41.0.0/16") {
+		t.Errorf("Hide left rules:\n%s", dump)
+	}
+	if got := exposedAddrs(bridge); len(got) != 0 {
+		t.Errorf("still tracking %v after Hide", got)
+	}
+}
+
+func bridgeHas(t *testing.T, nsPath, bridge string, p netip.Prefix) bool {
+	t.Helper()
+	l := link(t, nsPath, bridge)
+	var have []netip.Prefix
+	in(t, nsPath, func() error {
+		var err error
+		have, err = linkPrefixes(l, 0)
+		return err
+	})
+	return containsPrefix(have, p)
+}
