@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestParseFlagsWeaveCommandLine(t *testing.T) {
+	// The command line the 2.8.1 testdata routers ran with, plus peers.
+	args := []string{"--name=aa:00:00:00:00:01", "--nickname=h1", "--host=192.168.100.1", "--port=6783",
+		"--docker-api=", "--no-dns", "--log-level=debug", "--http-addr=127.0.0.1:6784",
+		"--status-addr=127.0.0.1:6782", "--ipalloc-range=", "--trusted-subnets=10.0.0.0/8, 192.168.0.0/16",
+		"--conn-limit=30", "--no-discovery", "--min-protocol-version=2", "--mtu=1376", "--pkt-debug",
+		"--weave-bridge=wbr", "--data-dir=/tmp/d", "--run-dir=/tmp/r", "--no-fastdp", "--plugin",
+		"192.168.100.2", "h3:6783"}
+	cfg, act, err := parseFlags(args, io.Discard, env(nil))
+	if err != nil || act != actionRun {
+		t.Fatalf("parseFlags: %v %v", act, err)
+	}
+	if cfg.Name != "aa:00:00:00:00:01" || cfg.NickName != "h1" || cfg.Host != "192.168.100.1" ||
+		cfg.Port != 6783 || !cfg.NoDNS || cfg.LogLevel != "debug" || cfg.StatusAddr != "127.0.0.1:6782" ||
+		cfg.IPAllocRange != "" || cfg.ConnLimit != 30 || !cfg.NoDiscovery || cfg.MinProtocolVersion != 2 ||
+		cfg.MTU != 1376 || !cfg.PktDebug || cfg.Bridge != "wbr" || cfg.DataDir != "/tmp/d" ||
+		cfg.RunDir != "/tmp/r" || !cfg.NoFastDP || !cfg.Plugin {
+		t.Errorf("config: %+v", cfg)
+	}
+	wantSubnets := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.0.0/16")}
+	if !slices.Equal(cfg.TrustedSubnets, wantSubnets) {
+		t.Errorf("trusted subnets %v", cfg.TrustedSubnets)
+	}
+	if !slices.Equal(cfg.Peers, []string{"192.168.100.2", "h3:6783"}) {
+		t.Errorf("peers %v", cfg.Peers)
+	}
+}
+
+func TestParseFlagsPasswordAndDirsFromEnv(t *testing.T) {
+	e := env(map[string]string{"WEAVE_PASSWORD": "fromenv", "WEAVE_DATA_DIR": "/e/data", "WEAVE_RUN_DIR": "/e/run"})
+	cfg, _, err := parseFlags(nil, io.Discard, e)
+	if err != nil || cfg.Password != "fromenv" || cfg.DataDir != "/e/data" || cfg.RunDir != "/e/run" {
+		t.Fatalf("env: %+v %v", cfg, err)
+	}
+	cfg, _, err = parseFlags([]string{"--password=flag"}, io.Discard, e)
+	if err != nil || cfg.Password != "flag" {
+		t.Fatalf("--password should win over env: %q %v", cfg.Password, err)
+	}
+	cfg, _, err = parseFlags([]string{"--password="}, io.Discard, e)
+	if err != nil || cfg.Password != "" {
+		t.Fatalf("explicit empty --password should win: %q %v", cfg.Password, err)
+	}
+}
+
+func TestParseFlagsHelpHidesPassword(t *testing.T) {
+	var out bytes.Buffer
+	_, _, err := parseFlags([]string{"-h"}, &out, env(map[string]string{"WEAVE_PASSWORD": "topsecret"}))
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("want ErrHelp, got %v", err)
+	}
+	if strings.Contains(out.String(), "topsecret") || !strings.Contains(out.String(), "-ipalloc-range") {
+		t.Errorf("usage text wrong:\n%s", out.String())
+	}
+}
+
+func TestParseFlagsErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--resume", "10.0.0.1"}, "--resume: cannot be combined with peer arguments"},
+		{[]string{"--port=0"}, "--port: invalid value 0"},
+		{[]string{"--port=x"}, "invalid value \"x\" for flag -port"},
+		{[]string{"--trusted-subnets=10.0.0.0"}, "invalid CIDR \"10.0.0.0\""},
+		{[]string{"--log-level=chatty"}, "--log-level: invalid value \"chatty\""},
+		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
+	}
+	for _, c := range cases {
+		_, _, err := parseFlags(c.args, io.Discard, env(nil))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: got %v, want %q", c.args, err, c.want)
+		}
+	}
+}
+
+func TestRunVersionAndUsageErrors(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"--version"}, &out, io.Discard, env(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "weave router unreleased\n" {
+		t.Errorf("--version printed %q", out.String())
+	}
+	err := run(context.Background(), []string{"--port=0"}, io.Discard, io.Discard, env(nil))
+	var ue *usageError
+	if !errors.As(err, &ue) {
+		t.Fatalf("want usageError, got %v", err)
+	}
+	if code := exitCode(err); code != exitUsage {
+		t.Errorf("exit code %d, want %d", code, exitUsage)
+	}
+	if code := exitCode(nil); code != exitOK {
+		t.Errorf("exit code for nil = %d", code)
+	}
+}
