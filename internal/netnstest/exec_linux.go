@@ -72,6 +72,7 @@ func (tp *Topology) WeaveEnv(h *Host) []string {
 		"WEAVE_RUN_DIR="+h.RunDir,
 		"WEAVE_DATA_DIR="+h.DataDir,
 		"WEAVE_HTTP_ADDR="+tp.cfg.HTTPAddr,
+		"WEAVE_BIN_DIR="+binDir,
 		"CHECKPOINT_DISABLE=1",
 	)
 }

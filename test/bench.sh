@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# bench.sh - one run, three data paths between two "container" namespaces:
+#   direct   a single veth c1<->c2 (baseline, no router at all)
+#   plain    weave sleeve, no password
+#   crypt    weave sleeve, --password (NaCl)
+# For each: iperf3 TCP single stream (REPS x DURATION s, median), ping RTT
+# (PING_COUNT at PING_INTERVAL), and the routers' CPU (utime+stime from
+# /proc/<pid>/stat across the TCP runs, % of one core, both routers summed).
+# Prints a table with ratios to the baseline, then runs the Go benchmarks
+# (`go test -run '^$' -bench . -benchmem`) of every package that has one.
+# Needs root; run via `make bench`. Adapted from /work/shared/netbench.sh.
+#
+# Environment: REPS [3] DURATION [10] PING_COUNT [100] PING_INTERVAL [0.01]
+#              PASSWORD [bench-password] GO_BENCH [1] BENCHTIME [1s]
+#              SCENARIOS ["direct plain crypt"] (direct is the baseline)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+REPS=${REPS:-3}; DURATION=${DURATION:-10}
+PING_COUNT=${PING_COUNT:-100}; PING_INTERVAL=${PING_INTERVAL:-0.01}
+PASSWORD=${PASSWORD:-bench-password}; GO_BENCH=${GO_BENCH:-1}; BENCHTIME=${BENCHTIME:-1s}
+SCENARIOS=${SCENARIOS:-direct plain crypt}
+P="w$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n' | cut -c1-5)-$$"  # netnstest sweepable
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/weave-bench.XXXXXX")
+CLK_TCK=$(getconf CLK_TCK)
+NAMESPACES=()
+declare -A TCP RTT CPU
+
+say() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'bench: FAILED: %s\n' "$*" >&2; exit 1; }
+nsx() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
+
+[ "$(id -u)" -eq 0 ] || die "needs root; run: sudo make bench"
+[ "$SCENARIOS" = direct ] || [ -x "$ROOT/bin/weaveutil" ] || die "bin/weaveutil missing; run: make build"
+for t in iperf3 ping ip; do command -v "$t" >/dev/null || die "$t missing; run test/deps.sh"; done
+
+weave() {
+	local h=$1; shift
+	ip netns exec "$P-$h" env WEAVE_RUN_DIR="$TMP/$h/run" WEAVE_DATA_DIR="$TMP/$h/data" \
+		WEAVE_HTTP_ADDR=127.0.0.1:6784 CHECKPOINT_DISABLE=1 PATH="$ROOT/bin:$PATH" sh "$ROOT/weave" "$@"
+}
+
+addns() {
+	ip netns add "$P-$1"; NAMESPACES+=("$P-$1")
+	nsx "$P-$1" ip link set lo up
+	nsx "$P-$1" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+}
+
+teardown() {
+	local h ns pid
+	for h in h1 h2; do [ -d "$TMP/$h" ] && { weave "$h" stop >/dev/null 2>&1 || true; }; done
+	for ns in "${NAMESPACES[@]}"; do
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
+		ip netns del "$ns" 2>/dev/null || true
+	done
+	NAMESPACES=()
+	rm -rf "${TMP:?}"/h1 "${TMP:?}"/h2
+}
+on_exit() { local rc=$?; trap - EXIT; teardown; rm -rf "$TMP"; exit "$rc"; }
+trap on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+setup_direct() {
+	addns c1; addns c2
+	ip link add vb1 netns "$P-c1" type veth peer name vb2 netns "$P-c2"
+	nsx "$P-c1" ip link set vb1 name ethwe; nsx "$P-c2" ip link set vb2 name ethwe
+	nsx "$P-c1" ip addr add 10.2.1.1/24 dev ethwe; nsx "$P-c1" ip link set ethwe up
+	nsx "$P-c2" ip addr add 10.2.1.2/24 dev ethwe; nsx "$P-c2" ip link set ethwe up
+}
+
+# setup_weave [--password X]: two hosts on one underlay veth, routers, containers
+setup_weave() {
+	local i peers
+	addns h1; addns h2; addns c1; addns c2
+	ip link add eth0 netns "$P-h1" type veth peer name eth0 netns "$P-h2"
+	for i in 1 2; do
+		mkdir -p "$TMP/h$i/run" "$TMP/h$i/data"
+		nsx "$P-h$i" ip addr add "192.168.100.$i/24" dev eth0; nsx "$P-h$i" ip link set eth0 up
+	done
+	for i in 1 2; do
+		peers=(); [ "$i" -eq 2 ] && peers=(192.168.100.1)
+		weave "h$i" launch "$@" --name "aa:00:00:00:00:0$i" --nickname "h$i" --ipalloc-range "" --no-fastdp \
+			"${peers[@]}" >/dev/null || die "weave launch on h$i"
+		weave "h$i" attach "10.2.1.$i/24" "/var/run/netns/$P-c$i" >/dev/null || die "weave attach on h$i"
+	done
+	local n=0
+	until weave h2 status connections 2>/dev/null | grep -q established; do
+		n=$((n + 1)); [ "$n" -le 120 ] || die "routers did not establish within 30s"; sleep 0.25
+	done
+}
+
+router_ticks() { # summed utime+stime of both routers, in clock ticks
+	local t=0 h pid
+	for h in h1 h2; do
+		pid=$(cat "$TMP/$h/run/weaver.pid" 2>/dev/null) || continue
+		[ -r "/proc/$pid/stat" ] || continue
+		t=$((t + $(sed 's/^.*) //' "/proc/$pid/stat" | awk '{print $12 + $13}')))
+	done
+	echo "$t"
+}
+
+median() { sort -g | awk '{a[NR]=$1} END{ if(NR==0) print "NA"; else if(NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'; }
+
+measure() {
+	local label=$1 r t0 t1 c0 c1 spid
+	local n=0
+	until nsx "$P-c1" ping -c 1 -W 1 10.2.1.2 >/dev/null 2>&1; do
+		n=$((n + 1)); [ "$n" -le 20 ] || die "$label: c1 cannot ping c2"
+	done
+	ip netns exec "$P-c2" iperf3 -s -p 5201 >/dev/null 2>&1 &
+	spid=$!
+	n=0; until nsx "$P-c2" sh -c 'ss -ltn | grep -q ":5201 "'; do n=$((n + 1)); [ "$n" -le 40 ] || die "iperf3 server"; sleep 0.25; done
+	c0=$(router_ticks); t0=$(date +%s%N)
+	for r in $(seq 1 "$REPS"); do
+		say "$label: iperf3 TCP rep $r/$REPS (${DURATION}s)"
+		timeout $((DURATION + 20)) ip netns exec "$P-c1" iperf3 -c 10.2.1.2 -p 5201 -t "$DURATION" -f m \
+			| awk '/receiver/{print $(NF-2)}' >> "$TMP/$label.tcp" || true
+	done
+	c1=$(router_ticks); t1=$(date +%s%N)
+	kill "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true
+	TCP[$label]=$(median < "$TMP/$label.tcp")
+	CPU[$label]=$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v ns=$((t1 - t0)) 'BEGIN{printf "%.0f", d/hz/(ns/1e9)*100}')
+	[ "$label" = direct ] && CPU[$label]="-"
+	say "$label: ping -c $PING_COUNT -i $PING_INTERVAL"
+	RTT[$label]=$(nsx "$P-c1" ping -q -c "$PING_COUNT" -i "$PING_INTERVAL" -W 2 10.2.1.2 \
+		| awk -F'[/ ]+' '/^rtt/{print $8}')
+	RTT[$label]=${RTT[$label]:-NA}
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0 == 0 || b+0 == 0) print "NA"; else printf "%.2f", a/b }'; }
+
+TCP[direct]=NA; RTT[direct]=NA
+for s in $SCENARIOS; do
+	case $s in
+	direct) say "scenario direct: one veth c1<->c2"; setup_direct ;;
+	plain) say "scenario plain: weave sleeve, no password"; setup_weave ;;
+	crypt) say "scenario crypt: weave sleeve, --password"; setup_weave --password "$PASSWORD" ;;
+	*) die "unknown scenario $s" ;;
+	esac
+	measure "$s"
+	teardown
+done
+
+echo
+printf '%-8s %12s %8s %12s %8s %14s\n' path "TCP Mbit/s" "x base" "RTT avg ms" "x base" "router CPU %"
+for l in $SCENARIOS; do
+	printf '%-8s %12s %8s %12s %8s %14s\n' "$l" "${TCP[$l]}" "$(ratio "${TCP[$l]}" "${TCP[direct]}")" \
+		"${RTT[$l]}" "$(ratio "${RTT[$l]}" "${RTT[direct]}")" "${CPU[$l]}"
+done
+echo "(TCP: median of $REPS x ${DURATION}s single stream; RTT: ping -c $PING_COUNT -i $PING_INTERVAL; CPU: both routers, % of one core during TCP)"
+
+if [ "$GO_BENCH" = 1 ]; then
+	echo
+	say "Go benchmarks"
+	mapfile -t pkgs < <(cd "$ROOT" && grep -rl --include='*_test.go' '^func Benchmark' . | xargs -r -n1 dirname | sort -u)
+	if [ "${#pkgs[@]}" -gt 0 ]; then
+		(cd "$ROOT" && go test -run '^$' -bench . -benchmem -benchtime "$BENCHTIME" "${pkgs[@]}")
+	else
+		echo "no package has benchmarks yet"
+	fi
+fi
