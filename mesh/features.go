@@ -61,6 +61,9 @@ func parseFeaturesValue(val *gobReader, typeID int, lay *FeaturesLayout) (map[st
 		if val.err != nil {
 			return nil, fmt.Errorf("parse features entry: %w", val.err)
 		}
+		if _, dup := m[k]; dup {
+			return nil, fmt.Errorf("parse features key %q twice: %w", k, ErrBadGob)
+		}
 		lay.Keys = append(lay.Keys, k)
 		m[k] = v
 	}
@@ -156,7 +159,7 @@ func (r *gobReader) uint() uint64 {
 	if c < 0x80 {
 		return uint64(c)
 	}
-	n := int(-int8(c))
+	n := 256 - int(c) // 0xff = 1 byte ... 0xf8 = 8 bytes; 0x80 must not wrap
 	if n > 8 || n > len(r.b) {
 		r.fail()
 		return 0
@@ -166,8 +169,13 @@ func (r *gobReader) uint() uint64 {
 		x = x<<8 | uint64(d)
 	}
 	r.b = r.b[n:]
+	if x < 0x80 || x>>(8*(n-1)) == 0 {
+		r.fail() // not the minimal encoding gob writes
+		return 0
+	}
 	return x
 }
+
 
 func (r *gobReader) int() int64 {
 	u := r.uint()
