@@ -176,7 +176,6 @@ func (r *gobReader) uint() uint64 {
 	return x
 }
 
-
 func (r *gobReader) int() int64 {
 	u := r.uint()
 	if u&1 != 0 {
