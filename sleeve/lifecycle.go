@@ -142,7 +142,7 @@ func (f *forwarder) probe(p *pmtu, candidate int) {
 		p.lowestBad = min(p.lowestBad, candidate)
 		next := candidate - 1
 		if remote := f.remoteAddr.Load(); remote != nil {
-			if kp, kerr := kernelPMTU(*remote); kerr == nil {
+			if kp, kerr := f.o.socks.kernelPMTU(*remote); kerr == nil {
 				next = kp - f.overheadDF()
 			}
 		}

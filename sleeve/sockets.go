@@ -2,6 +2,7 @@ package sleeve
 
 import (
 	"net"
+	"sync"
 )
 
 // sockets are the overlay's UDP sockets. main receives everything and
@@ -11,9 +12,14 @@ type sockets struct {
 	main *net.UDPConn
 	df   *net.UDPConn
 	port int
+	pmtu struct { // path-MTU query socket (Linux only)
+		sync.Mutex
+		fd int
+	}
 }
 
 func (s *sockets) close() {
+	s.closePMTU()
 	s.main.Close()
 	if s.df != s.main {
 		s.df.Close()

@@ -36,7 +36,15 @@ func openSockets(host string, port int) (*sockets, error) {
 		main.Close()
 		return nil, err
 	}
-	return &sockets{main: main, df: df, port: port}, nil
+	pfd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		main.Close()
+		df.Close()
+		return nil, fmt.Errorf("open pmtu query socket: %w", err)
+	}
+	s := &sockets{main: main, df: df, port: port}
+	s.pmtu.fd = pfd
+	return s, nil
 }
 
 func listenUDP(host string, port, pmtudisc int) (*net.UDPConn, error) {
@@ -76,23 +84,34 @@ func steerToFirst(c *net.UDPConn) error {
 	return nil
 }
 
-// kernelPMTU asks the kernel for its path MTU towards remote, using a
-// throw-away connected socket (the PMTU cache is per destination).
-func kernelPMTU(remote netip.AddrPort) (int, error) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return 0, fmt.Errorf("open pmtu socket: %w", err)
+// kernelPMTU asks the kernel for its path MTU towards remote. The PMTU
+// cache is per destination, so a query socket (created with the others,
+// hence in the same network namespace) is connected to remote and asked
+// for IP_MTU; it never sends.
+func (s *sockets) kernelPMTU(remote netip.AddrPort) (int, error) {
+	s.pmtu.Lock()
+	defer s.pmtu.Unlock()
+	if s.pmtu.fd < 0 {
+		return 0, fmt.Errorf("query pmtu towards %s: %w", remote, net.ErrClosed)
 	}
-	defer unix.Close(fd)
 	sa := &unix.SockaddrInet4{Port: int(remote.Port()), Addr: remote.Addr().Unmap().As4()}
-	if err := unix.Connect(fd, sa); err != nil {
+	if err := unix.Connect(s.pmtu.fd, sa); err != nil {
 		return 0, fmt.Errorf("connect pmtu socket to %s: %w", remote, err)
 	}
-	mtu, err := unix.GetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MTU)
+	mtu, err := unix.GetsockoptInt(s.pmtu.fd, unix.IPPROTO_IP, unix.IP_MTU)
 	if err != nil {
 		return 0, fmt.Errorf("read IP_MTU towards %s: %w", remote, err)
 	}
 	return mtu, nil
+}
+
+func (s *sockets) closePMTU() {
+	s.pmtu.Lock()
+	defer s.pmtu.Unlock()
+	if s.pmtu.fd >= 0 {
+		unix.Close(s.pmtu.fd)
+		s.pmtu.fd = -1
+	}
 }
 
 func isMsgTooBig(err error) bool { return errors.Is(err, unix.EMSGSIZE) }

@@ -22,11 +22,15 @@ func openSockets(host string, port int) (*sockets, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen udp %s: %w", addr, err)
 	}
-	return &sockets{main: c, df: c, port: c.LocalAddr().(*net.UDPAddr).Port}, nil
+	s := &sockets{main: c, df: c, port: c.LocalAddr().(*net.UDPAddr).Port}
+	s.pmtu.fd = -1
+	return s, nil
 }
 
-func kernelPMTU(netip.AddrPort) (int, error) {
+func (s *sockets) kernelPMTU(netip.AddrPort) (int, error) {
 	return 0, errors.New("kernel PMTU lookup not supported on this platform")
 }
+
+func (s *sockets) closePMTU() {}
 
 func isMsgTooBig(error) bool { return false }
