@@ -1,0 +1,67 @@
+package router
+
+import (
+	"testing"
+
+	"github.com/weaveworks/mesh"
+)
+
+func hotPathRouter(tb testing.TB) *testRouter {
+	tr := newTestRouter(tb)
+	tr.inj.record = false
+	// macRemote behind C.
+	tr.r.HandleForwarded(peerC, us, ethFrame(macLocal, macRemote, 0x0800, nil))
+	return tr
+}
+
+func TestHotPathDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("SKIPPING: allocation counts are not meaningful under -race")
+	}
+	tr := hotPathRouter(t)
+	uni := ethFrame(macRemote, macLocal, 0x0800, make([]byte, 1400))
+	bc := ethFrame(macBcast, macLocal, 0x0806, make([]byte, 28))
+	fwdIn := ethFrame(macLocal, macRemote, 0x0800, make([]byte, 1400))
+	relay := ethFrame(macRemote, macLocal, 0x0800, make([]byte, 1400))
+	for name, fn := range map[string]func(){
+		"captured unicast":   func() { tr.r.HandleCaptured(uni) },
+		"captured broadcast": func() { tr.r.HandleCaptured(bc) },
+		"forwarded inject":   func() { tr.r.HandleForwarded(peerC, us, fwdIn) },
+		"forwarded relay":    func() { tr.r.HandleForwarded(peerB, mesh.PeerName(peerC), relay) },
+	} {
+		if n := testing.AllocsPerRun(1000, fn); n != 0 {
+			t.Errorf("%s: %v allocs per frame, want 0", name, n)
+		}
+	}
+	if b, c := tr.counts(); b == 0 || c == 0 {
+		t.Fatalf("frames were not forwarded (%d/%d)", b, c)
+	}
+}
+
+func BenchmarkHandleCapturedUnicast(b *testing.B) {
+	tr := hotPathRouter(b)
+	f := ethFrame(macRemote, macLocal, 0x0800, make([]byte, 1400))
+	b.ReportAllocs()
+	b.SetBytes(int64(len(f)))
+	for b.Loop() {
+		tr.r.HandleCaptured(f)
+	}
+}
+
+func BenchmarkHandleCapturedBroadcast(b *testing.B) {
+	tr := hotPathRouter(b)
+	f := ethFrame(macBcast, macLocal, 0x0806, make([]byte, 28))
+	b.ReportAllocs()
+	for b.Loop() {
+		tr.r.HandleCaptured(f)
+	}
+}
+
+func BenchmarkHandleForwarded(b *testing.B) {
+	tr := hotPathRouter(b)
+	f := ethFrame(macLocal, macRemote, 0x0800, make([]byte, 1400))
+	b.ReportAllocs()
+	for b.Loop() {
+		tr.r.HandleForwarded(peerC, us, f)
+	}
+}
