@@ -43,7 +43,7 @@ func TestVerbs(t *testing.T) {
 		{name: "status too many", args: []string{"status", "peers", "x"}, answers: ok(""), code: 1, stderr: "too many arguments"},
 		{name: "status 500 keeps message", args: []string{"status", "dns"},
 			answers: map[string]answer{"GET /status/dns": {500, "error during template execution"}},
-			code: 1, stderr: "error during template execution"},
+			code:    1, stderr: "error during template execution"},
 		{name: "status 404 exits 4", args: []string{"status", "targets"}, answers: ok(""), code: 4, stderr: "404"},
 		{name: "status not running", args: []string{"status"}, code: 1, stderr: "weave router is not running (no answer from http://"},
 
@@ -75,7 +75,7 @@ func TestVerbs(t *testing.T) {
 		{name: "rmpeer none", args: []string{"rmpeer"}, answers: ok(""), code: 1, stderr: "rmpeer: give at least one peer name"},
 		{name: "rmpeer", args: []string{"rmpeer", "aa:bb:cc:dd:ee:ff"},
 			answers: ok("12 IPs taken over from aa:bb:cc:dd:ee:ff\n", "DELETE /peer/aa:bb:cc:dd:ee:ff"),
-			stdout: "12 IPs taken over from aa:bb:cc:dd:ee:ff\n"},
+			stdout:  "12 IPs taken over from aa:bb:cc:dd:ee:ff\n"},
 		{name: "rmpeer without ipam", args: []string{"rmpeer", "x"}, answers: ok(""), code: 4, stderr: "arrives with IPAM"},
 
 		{name: "expose none", args: []string{"expose"}, answers: ok(""), code: 1, stderr: "IPAM is not available yet"},

@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func readPID(t *testing.T, h *harness) int {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(h.cfg.RunDir, "weaver.pid"))
+	if err != nil {
+		t.Fatalf("pid file: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+func TestLaunchStopLifecycle(t *testing.T) {
+	h := newHarness(t)
+	argsFile := h.fakeWeaverSetup("serve")
+	t.Setenv("WEAVE_FAKE_503", "3") // a few polls see "starting"
+	h.cfg.Port, h.cfg.NoFastDP = "7000", true
+
+	if _, out, _ := h.run("version"); out != "weave script unreleased\nweave router fake-1.0\n" {
+		t.Errorf("version from weaver --version: %q", out)
+	}
+	code, out, errOut := h.run("launch", "--nickname", "n1", "10.0.0.2")
+	if code != 0 || out != "aa:bb:cc:dd:ee:ff\n" {
+		t.Fatalf("launch: %d %q %q", code, out, errOut)
+	}
+	data, err := os.ReadFile(argsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join([]string{"--data-dir=" + h.cfg.DataDir, "--run-dir=" + h.cfg.RunDir,
+		"--http-addr=" + h.cfg.HTTPAddr, "--port=7000", "--no-fastdp", "--nickname", "n1", "10.0.0.2"}, "\n") + "\n"
+	if string(data) != want {
+		t.Errorf("weaver argv:\n%s\nwant:\n%s", data, want)
+	}
+	pid := readPID(t, h)
+	c := &cmd{Config: h.cfg.withDefaults()}
+	if !c.alive(pid) || !c.isWeaver(pid) {
+		t.Fatalf("pid %d from pid file is not a live weaver", pid)
+	}
+	if _, err := os.Stat(filepath.Join(h.cfg.RunDir, "weaver.log")); err != nil {
+		t.Errorf("no weaver.log: %v", err)
+	}
+
+	code, _, errOut = h.run("launch")
+	if code != 1 || strings.TrimSpace(errOut) != "weave router is already running (pid "+strconv.Itoa(pid)+")" {
+		t.Errorf("second launch: %d %q", code, errOut)
+	}
+	if _, out, _ = h.run("version"); out != "weave script unreleased\nweave router fake-1.0\n" {
+		t.Errorf("version from API: %q", out)
+	}
+
+	if code, _, errOut = h.run("stop"); code != 0 || errOut != "" {
+		t.Fatalf("stop: %d %q", code, errOut)
+	}
+	if c.alive(pid) {
+		t.Errorf("weaver pid %d still alive after stop", pid)
+	}
+	if _, err := os.Stat(filepath.Join(h.cfg.RunDir, "weaver.pid")); !os.IsNotExist(err) {
+		t.Errorf("pid file survived stop: %v", err)
+	}
+	if code, _, errOut = h.run("stop"); code != 0 || strings.TrimSpace(errOut) != "weave router is not running" {
+		t.Errorf("second stop: %d %q", code, errOut)
+	}
+}
+
+func TestLaunchShowsLogTailWhenWeaverExits(t *testing.T) {
+	h := newHarness(t)
+	h.fakeWeaverSetup("exit")
+	code, out, errOut := h.run("launch")
+	if code != 1 || out != "" {
+		t.Fatalf("launch: %d %q", code, out)
+	}
+	for _, want := range []string{"weave router exited before it was ready (exit status 1)",
+		"INFO: starting", "FATAL: create bridge weave: operation not permitted"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr %q lacks %q", errOut, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(h.cfg.RunDir, "weaver.pid")); !os.IsNotExist(err) {
+		t.Errorf("pid file left after failed launch: %v", err)
+	}
+}
+
+func TestLaunchTimesOut(t *testing.T) {
+	h := newHarness(t)
+	h.fakeWeaverSetup("503")
+	h.cfg.LaunchTimeout = 300 * time.Millisecond
+	code, _, errOut := h.run("launch")
+	if code != 1 || !strings.Contains(errOut, "did not answer on unix://"+h.cfg.HTTPAddr+" within 300ms") {
+		t.Fatalf("launch: %d %q", code, errOut)
+	}
+	if code, _, errOut = h.run("stop"); code != 0 || errOut != "" {
+		t.Errorf("stop after timeout: %d %q", code, errOut)
+	}
+}
+
+func TestLaunchRefusesWhenAPIAnswers(t *testing.T) {
+	h := newHarness(t)
+	argsFile := h.fakeWeaverSetup("serve")
+	r := h.withRouter()
+	r.set("GET /status", 503, "starting")
+	code, _, errOut := h.run("launch")
+	if code != 1 || !strings.Contains(errOut, "weave router is already running (it answers on http://") {
+		t.Fatalf("launch: %d %q", code, errOut)
+	}
+	if _, err := os.Stat(argsFile); !os.IsNotExist(err) {
+		t.Errorf("weaver was started anyway")
+	}
+}
+
+func TestStalePIDFileIsIgnored(t *testing.T) {
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for name, pid := range map[string]int{"dead process": dead.ProcessState.Pid(), "not a weaver": os.Getpid()} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			h.fakeWeaverSetup("serve")
+			pidFile := filepath.Join(h.cfg.RunDir, "weaver.pid")
+			if err := os.WriteFile(pidFile, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if code, _, errOut := h.run("stop"); code != 0 || strings.TrimSpace(errOut) != "weave router is not running" {
+				t.Fatalf("stop: %d %q", code, errOut)
+			}
+			if err := os.WriteFile(pidFile, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if code, out, errOut := h.run("launch"); code != 0 || out != "aa:bb:cc:dd:ee:ff\n" {
+				t.Fatalf("launch over stale pid file: %d %q %q", code, out, errOut)
+			}
+			if got := readPID(t, h); got == pid {
+				t.Errorf("pid file still holds the stale pid %d", pid)
+			}
+		})
+	}
+}
+
+func TestStopKillsStubbornRouter(t *testing.T) {
+	h := newHarness(t)
+	h.fakeWeaverSetup("stubborn")
+	h.cfg.StopTimeout = 300 * time.Millisecond
+	if code, _, errOut := h.run("launch"); code != 0 {
+		t.Fatalf("launch: %q", errOut)
+	}
+	pid := readPID(t, h)
+	code, _, errOut := h.run("stop")
+	if code != 0 || !strings.Contains(errOut, "ignored SIGTERM") {
+		t.Fatalf("stop: %d %q", code, errOut)
+	}
+	if (&cmd{Config: h.cfg.withDefaults()}).alive(pid) {
+		t.Errorf("stubborn weaver %d survived", pid)
+	}
+}
