@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
@@ -75,16 +76,26 @@ func AttachContainer(cfg AttachConfig) (net.HardwareAddr, error) {
 	if err := attachHostEnd(host, br); err != nil {
 		return nil, err
 	}
-	var mac net.HardwareAddr
+	var st insideState
 	err = netns.DoHandle(ns, func() error {
 		var err error
-		mac, err = configureInside(cfg)
+		st, err = configureInside(cfg)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("configure %s in %s: %w", cfg.IfName, cfg.NetNS, err)
 	}
-	return mac, nil
+	if len(st.added) == 0 {
+		return st.mac, nil
+	}
+	if hl, err := netlink.LinkByName(host); err == nil {
+		awaitForwarding(hl.Attrs().Index, carrierWait)
+	}
+	err = netns.DoHandle(ns, func() error { return announce(cfg.IfName, st) })
+	if err != nil {
+		return nil, fmt.Errorf("announce addresses of %s in %s: %w", cfg.IfName, cfg.NetNS, err)
+	}
+	return st.mac, nil
 }
 
 // ensureContainerVeth creates the pair and moves the peer into ns as
@@ -150,38 +161,69 @@ func attachHostEnd(host string, br netlink.Link) error {
 	return setUp(l)
 }
 
+// insideState is what configureInside learned about the container interface.
+type insideState struct {
+	mac     net.HardwareAddr
+	ifindex int
+	added   []netip.Prefix
+}
+
 // configureInside runs in the container namespace: offload, sysctls,
-// addresses, link up, multicast route and gratuitous ARP.
-func configureInside(cfg AttachConfig) (net.HardwareAddr, error) {
+// addresses, link up and the multicast route.
+func configureInside(cfg AttachConfig) (insideState, error) {
 	link, err := netlink.LinkByName(cfg.IfName)
 	if err != nil {
-		return nil, fmt.Errorf("look up %s: %w", cfg.IfName, err)
+		return insideState{}, fmt.Errorf("look up %s: %w", cfg.IfName, err)
 	}
 	if err := disableTxChecksum(cfg.IfName); err != nil {
-		return nil, err
+		return insideState{}, err
 	}
 	if err := setNeighSysctls(cfg.IfName); err != nil {
-		return nil, err
+		return insideState{}, err
 	}
 	added, err := addAddrs(link, cfg.Addrs)
 	if err != nil {
-		return nil, err
+		return insideState{}, err
 	}
 	if err := setUp(link); err != nil {
-		return nil, err
+		return insideState{}, err
 	}
 	if !cfg.NoMulticastRoute {
 		if err := addMulticastRoute(link); err != nil {
-			return nil, err
+			return insideState{}, err
 		}
 	}
-	mac := link.Attrs().HardwareAddr
-	for _, p := range added {
-		if err := sendGratuitousARP(link.Attrs().Index, mac, p.Addr()); err != nil {
-			return nil, err
+	return insideState{mac: link.Attrs().HardwareAddr, ifindex: link.Attrs().Index, added: added}, nil
+}
+
+// announce runs in the container namespace and sends a gratuitous ARP for
+// each newly added address once the interface can transmit.
+func announce(ifname string, st insideState) error {
+	awaitCarrier(ifname, carrierWait)
+	for _, p := range st.added {
+		if err := sendGratuitousARP(st.ifindex, st.mac, p.Addr()); err != nil {
+			return err
 		}
 	}
-	return mac, nil
+	return nil
+}
+
+// carrierWait bounds how long configureInside waits for the new interface
+// to come up before announcing its addresses.
+const carrierWait = 2 * time.Second
+
+// awaitCarrier polls until ifname is operationally up or max passes: until
+// linkwatch activates a new link's qdisc, frames sent on it are dropped, so
+// a gratuitous ARP sent too early is lost. Netlink offers no cheaper wait.
+func awaitCarrier(ifname string, max time.Duration) {
+	deadline := time.Now().Add(max)
+	for time.Now().Before(deadline) {
+		l, err := netlink.LinkByName(ifname)
+		if err != nil || l.Attrs().OperState == netlink.OperUp {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // setNeighSysctls makes ARP entries expire and re-probe quickly, so a MAC
