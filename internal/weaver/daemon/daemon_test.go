@@ -2,9 +2,14 @@ package daemon
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -50,5 +55,24 @@ func TestMeshConfig(t *testing.T) {
 	c.Password = "pw"
 	if string(meshConfig(c).Password) != "pw" {
 		t.Error("password not passed")
+	}
+}
+
+func TestRunRefusesWhenAnotherWeaverRuns(t *testing.T) {
+	cfg := weaver.DefaultConfig(nil)
+	cfg.RunDir, cfg.DataDir = t.TempDir(), t.TempDir()
+	other := os.Getppid()
+	pidPath := filepath.Join(cfg.RunDir, weaver.PIDFileName)
+	if err := os.WriteFile(pidPath, []byte(strconv.Itoa(other)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Run must stop at the pid file, before touching bridge or iptables.
+	err := Run(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	var are *weaver.AlreadyRunningError
+	if !errors.As(err, &are) || are.PID != other {
+		t.Fatalf("Run = %v, want AlreadyRunningError(%d)", err, other)
+	}
+	if b, _ := os.ReadFile(pidPath); string(b) != strconv.Itoa(other) {
+		t.Errorf("the other weaver's pid file was changed: %q", b)
 	}
 }

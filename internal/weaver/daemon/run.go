@@ -29,6 +29,7 @@ type daemon struct {
 	log      *slog.Logger
 	cleanups []func()
 	wg       sync.WaitGroup
+	pid      *weaver.PIDFile // released last, once everything is down
 }
 
 func (d *daemon) onStop(f func()) { d.cleanups = append(d.cleanups, f) }
@@ -38,6 +39,11 @@ func (d *daemon) teardown() {
 		d.cleanups[i]()
 	}
 	d.wg.Wait()
+	if d.pid != nil {
+		if err := d.pid.Release(); err != nil {
+			d.log.Warn("cannot remove pid file", "err", err)
+		}
+	}
 }
 
 // spawn starts a goroutine that teardown joins.
@@ -58,15 +64,9 @@ func Run(ctx context.Context, cfg weaver.Config, log *slog.Logger) (err error) {
 	d.onStop(cancel)
 	defer d.teardown()
 
-	pid, err := weaver.AcquirePIDFile(cfg.RunDir)
-	if err != nil {
+	if d.pid, err = weaver.AcquirePIDFile(cfg.RunDir); err != nil {
 		return err
 	}
-	d.onStop(func() {
-		if err := pid.Release(); err != nil {
-			log.Warn("cannot remove pid file", "err", err)
-		}
-	})
 	d.logUnimplemented()
 	name, err := ourmesh.LoadOrCreatePeerName(cfg.DataDir, cfg.Name)
 	if err != nil {
@@ -146,7 +146,7 @@ func (d *daemon) startDataPlane(name wmesh.PeerName) (*backend, error) {
 	fh.r.Store(nr)
 	d.onStop(nr.Stop)
 	mr, err := wmesh.NewRouter(meshConfig(c), name, c.NickName, nr.MeshOverlay(),
-		meshLogger{next: ourmesh.Logger(d.log.With("component", "mesh")), log: d.log})
+		meshLogger{next: ourmesh.Logger(d.log), log: d.log})
 	if err != nil {
 		return nil, fmt.Errorf("create mesh router: %w", err)
 	}
