@@ -42,6 +42,8 @@ func TestMultiHopAroundCutLink(t *testing.T) {
 	})
 	cl.waitPing(1, 3)
 	cl.waitPing(3, 1)
+	out, _ := cl.tp.Weave(cl.host(1), "status", "connections")
+	t.Logf("h1 `weave status connections`:\n%s", out)
 	for _, pair := range [][2]int{{1, 3}, {3, 1}} {
 		ok, out, err := cl.establishedTo(pair[0], pair[1])
 		if err != nil || ok {
@@ -75,6 +77,7 @@ func TestEncryptionHidesPayload(t *testing.T) {
 				t.Fatal("tcpdump captured no weave packets during the ping")
 			}
 			leak := bytes.Contains(pcap, []byte("WEAVEWEAVE"))
+			t.Logf("%d packets captured, pattern visible: %v", captured, leak)
 			if leak != tc.wantLeak {
 				t.Fatalf("payload pattern visible on the underlay = %v, want %v (%d packets captured)", leak, tc.wantLeak, captured)
 			}
@@ -140,6 +143,7 @@ func TestWrongPasswordRefused(t *testing.T) {
 		}
 		for _, c := range conns {
 			if c.Addr == target && c.State == "failed" && strings.TrimSpace(c.Info) != "" {
+				t.Logf("h2 `weave status connections`:\n%s", out)
 				return nil
 			}
 		}
