@@ -83,8 +83,16 @@ func (f *forwarder) sendFrame(ch *channel, src, dst mesh.PeerName, frame []byte)
 		f.cnt.TxDropped.Add(1)
 		return nil
 	}
-	f.writeLocked(ch, ch.enc.Seal())
+	f.dataSent(ch, f.writeLocked(ch, ch.enc.Seal()))
 	return nil
+}
+
+// dataSent reacts to the result of sending data: EMSGSIZE on the DF
+// channel means the path MTU shrank, so discovery starts again.
+func (f *forwarder) dataSent(ch *channel, err error) {
+	if err != nil && ch == &f.dfCh && isMsgTooBig(err) {
+		f.kick(evPMTURestart)
+	}
 }
 
 // writeLocked sends a sealed datagram; ch.mu must be held.
@@ -96,9 +104,6 @@ func (f *forwarder) writeLocked(ch *channel, d []byte) error {
 	}
 	if _, err := ch.conn.WriteToUDPAddrPort(d, *ap); err != nil {
 		f.cnt.TxErrors.Add(1)
-		if isMsgTooBig(err) && ch == &f.dfCh {
-			f.kick(evPMTURestart)
-		}
 		return fmt.Errorf("send datagram to %s: %w", ap.String(), err)
 	}
 	f.cnt.TxDatagrams.Add(1)
@@ -146,7 +151,7 @@ func (f *forwarder) fragment(src, dst mesh.PeerName, frame []byte, ihl, mtu int)
 			return nil
 		}
 		f.cnt.Fragments.Add(1)
-		f.writeLocked(&f.dfCh, f.dfCh.enc.Seal())
+		f.dataSent(&f.dfCh, f.writeLocked(&f.dfCh, f.dfCh.enc.Seal()))
 	}
 	return nil
 }

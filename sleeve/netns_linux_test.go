@@ -1,0 +1,174 @@
+package sleeve
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/seedf75a49c6/weave/router"
+	"github.com/weaveworks/mesh"
+	"golang.org/x/sys/unix"
+)
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPING: needs root (CAP_NET_ADMIN) to create network namespaces and veth links")
+	}
+}
+
+func runCmd(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %v\n%s", args, err, out)
+	}
+}
+
+// twoHosts creates netns <p>a and <p>b joined by a 1500-byte veth, with
+// 192.168.251.1 and .2, and removes them on cleanup.
+func twoHosts(t *testing.T) (nsA, nsB string) {
+	t.Helper()
+	var r [3]byte
+	rand.Read(r[:])
+	p := "w" + hex.EncodeToString(r[:])[:5]
+	nsA, nsB = p+"a", p+"b"
+	for _, ns := range []string{nsA, nsB} {
+		runCmd(t, "ip", "netns", "add", ns)
+		t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	}
+	runCmd(t, "ip", "link", "add", p+"va", "mtu", "1500", "netns", nsA, "type", "veth",
+		"peer", "name", p+"vb", "mtu", "1500", "netns", nsB)
+	for i, ns := range []string{nsA, nsB} {
+		dev := p + "v" + string(rune('a'+i))
+		runCmd(t, "ip", "-n", ns, "addr", "add", "192.168.251."+string(rune('1'+i))+"/24", "dev", dev)
+		runCmd(t, "ip", "-n", ns, "link", "set", dev, "up")
+		runCmd(t, "ip", "-n", ns, "link", "set", "lo", "up")
+	}
+	return nsA, nsB
+}
+
+// overlayInNetns creates an overlay whose sockets live in netns ns. The
+// work happens on a locked thread that is discarded afterwards (the
+// goroutine exits locked), so no thread returns to the pool in the
+// wrong namespace.
+func overlayInNetns(t *testing.T, ns, host string, name mesh.PeerName, h router.FrameHandler, timing Timing) *Overlay {
+	t.Helper()
+	type result struct {
+		o   *Overlay
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		fd, err := unix.Open("/var/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			ch <- result{err: err}
+			return
+		}
+		defer unix.Close(fd)
+		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			ch <- result{err: err}
+			return
+		}
+		o, err := New(Config{Host: host, LocalPeer: name, Handler: h, Logger: testLogger(t), Timing: timing})
+		ch <- result{o, err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		t.Fatalf("overlay in %s: %v", ns, r.err)
+	}
+	t.Cleanup(r.o.Stop)
+	return r.o
+}
+
+func netnsPair(t *testing.T, key *[32]byte, timing Timing) (oa, ob *Overlay, fa, fb router.Forwarder, hb *fakeHandler, nsB string) {
+	nsA, nsB := twoHosts(t)
+	hb = newFakeHandler()
+	oa = overlayInNetns(t, nsA, "192.168.251.1", peerA, newFakeHandler(), timing)
+	ob = overlayInNetns(t, nsB, "192.168.251.2", peerB, hb, timing)
+	fa, fb = pair(t, oa, ob, key)
+	// pair assumes loopback; point A at B's underlay address.
+	ap := net.TCPAddr{IP: net.IPv4(192, 168, 251, 2), Port: ob.Port()}
+	fa.(*forwarder).params.RemoteAddr = &ap
+	fa.(*forwarder).remoteAddr.Store(ptr(ap.AddrPort()))
+	return oa, ob, fa, fb, hb, nsB
+}
+
+func TestNetnsPMTU(t *testing.T) {
+	requireRoot(t)
+	for _, tc := range []struct {
+		name string
+		key  *[32]byte
+		mtu  int
+	}{{"plaintext", nil, 1438}, {"encrypted", &testKey, 1414}} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkGoroutines(t)
+			oa, _, fa, fb, _, _ := netnsPair(t, tc.key, fastTiming)
+			fa.Confirm()
+			fb.Confirm()
+			awaitClosed(t, fa.EstablishedChannel(), "A established")
+			awaitMTU(t, fa, tc.mtu)
+			awaitMTU(t, fb, tc.mtu)
+			awaitStackFrag(t, oa, true)
+			fa.Stop()
+			fb.Stop()
+		})
+	}
+}
+
+// TestNetnsBinarySearchAndSelfFragmentation mirrors Weave's 105_frag_2:
+// B drops UDP packets over 700 bytes, so A's probes vanish without ICMP,
+// the search settles at 700-62 = 638, the fragmentation test fails and A
+// fragments big non-DF packets itself.
+func TestNetnsBinarySearchAndSelfFragmentation(t *testing.T) {
+	requireRoot(t)
+	checkGoroutines(t)
+	timing := fastTiming
+	timing.MTUVerifyAttempts = 3
+	timing.FragTestInterval = time.Hour
+	oa, _, fa, fb, hb, nsB := netnsPair(t, nil, timing)
+	runCmd(t, "ip", "netns", "exec", nsB, "iptables", "-I", "INPUT", "-p", "udp",
+		"-m", "length", "--length", "701:65535", "-j", "DROP")
+	fa.Confirm()
+	fb.Confirm()
+	awaitClosed(t, fa.EstablishedChannel(), "A established")
+	awaitMTU(t, fa, 638)
+	if oa.Status().Peers[0].StackFrag {
+		t.Fatal("fragmentation test must fail through the 700-byte filter")
+	}
+	big := ipv4Frame(2000, false, 0)
+	if err := fa.Forward(peerA, peerB, big); err != nil {
+		t.Fatalf("forward: %v", err)
+	}
+	var payload []byte
+	for len(payload) < 1980 {
+		fr := hb.await(t)
+		if len(fr.frame) > 638+ethHeaderLen {
+			t.Fatalf("fragment of %d bytes exceeds mtu 638", len(fr.frame))
+		}
+		payload = append(payload, fr.frame[ethHeaderLen+20:]...)
+	}
+	if string(payload) != string(big[ethHeaderLen+20:]) {
+		t.Fatal("fragments do not carry the original payload in order")
+	}
+	fa.Stop()
+	fb.Stop()
+}
+
+func awaitStackFrag(t *testing.T, o *Overlay, want bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for o.Status().Peers[0].StackFrag != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("stackFrag never became %v", want)
+		}
+		time.Sleep(2 * time.Millisecond) // polling: no event for this state
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
