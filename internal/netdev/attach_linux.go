@@ -329,63 +329,6 @@ func ContainerAddrs(netnsPath, ifName string) (mac net.HardwareAddr, addrs []net
 	return mac, addrs, ok, nil
 }
 
-// Expose adds addr to the bridge (host access to the overlay) and the NAT
-// rules that masquerade traffic from it. Idempotent.
-func Expose(bridge string, addr netip.Prefix) error {
-	if bridge == "" {
-		bridge = DefaultBridge
-	}
-	br, err := netlink.LinkByName(bridge)
-	if err != nil {
-		return fmt.Errorf("look up bridge %s: %w", bridge, err)
-	}
-	if _, err := addAddrs(br, []netip.Prefix{addr}); err != nil {
-		return fmt.Errorf("expose %s: %w", addr, err)
-	}
-	if err := EnsureIPTables(bridge); err != nil {
-		return fmt.Errorf("expose %s: %w", addr, err)
-	}
-	rules := exposeRules(bridge, addr)
-	for i, r := range rules {
-		pos := 0
-		if i == 0 {
-			pos = 1 // multicast RETURN goes ahead of every MASQUERADE
-		}
-		if err := ensureRule(r, pos); err != nil {
-			return fmt.Errorf("expose %s: %w", addr, err)
-		}
-	}
-	trackExposed(bridge, addr, true)
-	return nil
-}
-
-// Hide removes an exposed address and its rules.
-func Hide(bridge string, addr netip.Prefix) error {
-	if bridge == "" {
-		bridge = DefaultBridge
-	}
-	trackExposed(bridge, addr, false)
-	var errs []error
-	for _, r := range exposeRules(bridge, addr) {
-		errs = append(errs, deleteRule(r))
-	}
-	br, err := netlink.LinkByName(bridge)
-	switch {
-	case isNotFound(err):
-	case err != nil:
-		errs = append(errs, fmt.Errorf("look up bridge %s: %w", bridge, err))
-	default:
-		err := netlink.AddrDel(br, &netlink.Addr{IPNet: prefixToIPNet(addr)})
-		if err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
-			errs = append(errs, fmt.Errorf("delete address %s from %s: %w", addr, bridge, err))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("hide %s: %w", addr, err)
-	}
-	return nil
-}
-
 // linkPrefixes lists the addresses on link as prefixes.
 func linkPrefixes(link netlink.Link, family int) ([]netip.Prefix, error) {
 	list, err := netlink.AddrList(link, family)

@@ -64,6 +64,16 @@ func EnsureIPTables(bridge string) error {
 	if bridge == "" {
 		bridge = DefaultBridge
 	}
+	iptMu.Lock()
+	defer iptMu.Unlock()
+	return ensureIPTablesLocked(bridge)
+}
+
+// iptMu serialises our check-then-add rule edits within the process, so
+// concurrent callers (the monitor and an HTTP expose) never add a rule twice.
+var iptMu sync.Mutex
+
+func ensureIPTablesLocked(bridge string) error {
 	for _, c := range chains() {
 		if err := ensureChain(c.table, c.chain); err != nil {
 			return err
@@ -82,6 +92,8 @@ func RemoveIPTables(bridge string) error {
 	if bridge == "" {
 		bridge = DefaultBridge
 	}
+	iptMu.Lock()
+	defer iptMu.Unlock()
 	var errs []error
 	for _, r := range append(forwardRules(bridge), natJump) {
 		errs = append(errs, deleteRule(r))
@@ -133,9 +145,39 @@ func missingCanaries() []string {
 
 // reapply restores the base rules and every exposed address of bridge.
 func reapply(bridge string) error {
-	errs := []error{EnsureIPTables(bridge)}
+	iptMu.Lock()
+	defer iptMu.Unlock()
+	errs := []error{ensureIPTablesLocked(bridge)}
 	for _, p := range exposedAddrs(bridge) {
-		errs = append(errs, Expose(bridge, p))
+		errs = append(errs, ensureExposeRules(bridge, p))
+	}
+	return errors.Join(errs...)
+}
+
+// ensureExposeRules adds the rules for one exposed address; iptMu held.
+func ensureExposeRules(bridge string, addr netip.Prefix) error {
+	if err := ensureIPTablesLocked(bridge); err != nil {
+		return err
+	}
+	for i, r := range exposeRules(bridge, addr) {
+		pos := 0
+		if i == 0 {
+			pos = 1 // multicast RETURN goes ahead of every MASQUERADE
+		}
+		if err := ensureRule(r, pos); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeExposeRules deletes the rules for one exposed address.
+func removeExposeRules(bridge string, addr netip.Prefix) error {
+	iptMu.Lock()
+	defer iptMu.Unlock()
+	var errs []error
+	for _, r := range exposeRules(bridge, addr) {
+		errs = append(errs, deleteRule(r))
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,59 @@
+//go:build linux
+
+package netdev
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Expose adds addr to the bridge (host access to the overlay) and the NAT
+// rules that masquerade traffic from it. Idempotent.
+func Expose(bridge string, addr netip.Prefix) error {
+	if bridge == "" {
+		bridge = DefaultBridge
+	}
+	br, err := netlink.LinkByName(bridge)
+	if err != nil {
+		return fmt.Errorf("look up bridge %s: %w", bridge, err)
+	}
+	if _, err := addAddrs(br, []netip.Prefix{addr}); err != nil {
+		return fmt.Errorf("expose %s: %w", addr, err)
+	}
+	iptMu.Lock()
+	err = ensureExposeRules(bridge, addr)
+	iptMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("expose %s: %w", addr, err)
+	}
+	trackExposed(bridge, addr, true)
+	return nil
+}
+
+// Hide removes an exposed address and its rules.
+func Hide(bridge string, addr netip.Prefix) error {
+	if bridge == "" {
+		bridge = DefaultBridge
+	}
+	trackExposed(bridge, addr, false)
+	errs := []error{removeExposeRules(bridge, addr)}
+	br, err := netlink.LinkByName(bridge)
+	switch {
+	case isNotFound(err):
+	case err != nil:
+		errs = append(errs, fmt.Errorf("look up bridge %s: %w", bridge, err))
+	default:
+		err := netlink.AddrDel(br, &netlink.Addr{IPNet: prefixToIPNet(addr)})
+		if err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
+			errs = append(errs, fmt.Errorf("delete address %s from %s: %w", addr, bridge, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("hide %s: %w", addr, err)
+	}
+	return nil
+}
