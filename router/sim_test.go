@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+	"time"
 
 	"github.com/seedf75a49c6/weave/internal/meshsim"
 	"github.com/seedf75a49c6/weave/router"
@@ -100,6 +101,15 @@ func hasMAC(macs []router.MACStatus, mac, name, nick string) bool {
 	return false
 }
 
+func macPresent(macs []router.MACStatus, mac string) bool {
+	for _, m := range macs {
+		if m.Mac == mac {
+			return true
+		}
+	}
+	return false
+}
+
 func TestUnicastGoesOnlyToTheRightPeer(t *testing.T) {
 	s := meshsim.New(t, 3, meshsim.Options{})
 	s.Connect(t, 0, 1)
@@ -168,15 +178,57 @@ func TestLineTopologyRelays(t *testing.T) {
 	}
 }
 
-func TestCutLinkRemovesRoute(t *testing.T) {
+func TestCutLinkRemovesRouteAndPurgesMACs(t *testing.T) {
 	s := meshsim.New(t, 2, meshsim.Options{})
 	s.Connect(t, 0, 1)
 	s.AwaitConverged(t)
+	s.Peers[1].Router.HandleCaptured(frame(bcast, macB, 0x0806, "B announces"))
+	if !hasMAC(s.Peers[0].Router.Status().MACs, "02:00:00:00:00:b1", s.Peers[1].Name.String(), s.Peers[1].NickName) {
+		t.Fatal("p0 did not learn B")
+	}
 	s.Cut(0, 1)
 	s.AwaitConverged(t) // now: no routes either way
 	f := frame(bcast, macA, 0x0806, "after cut")
 	s.Peers[0].Router.HandleCaptured(f)
 	if n := countFrames(s.Peers[1].Injector.Frames(), f); n != 0 {
 		t.Fatal("frame crossed a cut link")
+	}
+	// Once mesh garbage-collects the unreachable peer, its MACs go too.
+	deadline := time.Now().Add(10 * time.Second)
+	for macPresent(s.Peers[0].Router.Status().MACs, "02:00:00:00:00:b1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("MACs of the removed peer not purged: %+v", s.Peers[0].Router.Status().MACs)
+		}
+		time.Sleep(20 * time.Millisecond) // polling: no GC event is exposed
+	}
+}
+
+func TestControlMessagesCrossRealMesh(t *testing.T) {
+	s := meshsim.New(t, 2, meshsim.Options{})
+	p0, p1 := s.Peers[0], s.Peers[1]
+	s.Connect(t, 0, 1)
+	s.AwaitConverged(t)
+	out := p0.Overlay.ForwarderTo(p1.Name)
+	in := p1.Overlay.ForwarderTo(p0.Name)
+	if out == nil || in == nil {
+		t.Fatal("no fake forwarders")
+	}
+	if err := out.SendControl(3, []byte{0x05, 0x9e}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(in.Received()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("control message never arrived")
+		}
+		time.Sleep(5 * time.Millisecond) // polling: delivery is on mesh's goroutines
+	}
+	got := in.Received()
+	if len(got) != 1 || got[0].Tag != 3 || !bytes.Equal(got[0].Msg, []byte{0x05, 0x9e}) {
+		t.Fatalf("received %+v", got)
+	}
+	st := mesh.NewStatus(p0.Mesh)
+	if len(st.Connections) != 1 || st.Connections[0].Attrs["name"] != "sleeve" {
+		t.Fatalf("mesh connection status = %+v", st.Connections)
 	}
 }

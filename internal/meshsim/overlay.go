@@ -77,6 +77,19 @@ func (o *FakeOverlay) isStopped() bool {
 	return o.stopped
 }
 
+// ForwarderTo returns the most recently prepared forwarder to remote, or
+// nil.
+func (o *FakeOverlay) ForwarderTo(remote mesh.PeerName) *FakeForwarder {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i := len(o.fwds) - 1; i >= 0; i-- {
+		if o.fwds[i].remote == remote {
+			return o.fwds[i]
+		}
+	}
+	return nil
+}
+
 // failLink reports errLinkCut on every confirmed forwarder towards remote.
 func (o *FakeOverlay) failLink(remote mesh.PeerName) {
 	o.mu.Lock()
