@@ -141,7 +141,7 @@ func TestReset(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	keep := filepath.Join(h.cfg.DataDir, "README")
-	for _, f := range []string{"weavedata.db", "weave-netdata.db", "peers.json", "README"} {
+	for _, f := range []string{"weavedata.db", "weave-netdata.db", "peername", "targets", "README"} {
 		if err := os.WriteFile(filepath.Join(h.cfg.DataDir, f), []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -209,9 +209,10 @@ func runReset(ctx context.Context, c *cmd, args []string) error {
 	return nil
 }
 
-// stateGlobs are the data-dir files reset deletes: weaver's databases and
-// peer lists (Weave's weavedata.db / weave-netdata.db and our own).
-var stateGlobs = []string{"weave*", "*.db", "peers*"}
+// stateGlobs are the data-dir files reset deletes: our weaver's peer name
+// and persisted targets (mesh.PeerNameFile, weaver.TargetsFileName), and
+// Weave's databases (weavedata.db, weave-netdata.db).
+var stateGlobs = []string{"peername", "targets", "weave*", "*.db"}
 
 func (c *cmd) removeState() error {
 	for _, g := range stateGlobs {
