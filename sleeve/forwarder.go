@@ -75,13 +75,15 @@ type forwarder struct {
 	confirmed   atomic.Bool
 	cnt         counters
 
-	events      chan event
-	estCh       chan struct{}
-	errCh       chan error
-	stop        chan struct{}
-	confirmOnce sync.Once
-	stopOnce    sync.Once
-	wg          sync.WaitGroup
+	events chan event
+	estCh  chan struct{}
+	errCh  chan error
+	stop   chan struct{}
+	life   struct { // serialises Confirm and Stop
+		sync.Mutex
+		stopped bool
+	}
+	wg sync.WaitGroup
 }
 
 var _ router.Forwarder = (*forwarder)(nil)
@@ -112,19 +114,18 @@ func newForwarder(o *Overlay, p mesh.OverlayConnectionParams) *forwarder {
 	return f
 }
 
-// Confirm implements mesh.OverlayConnection: start heartbeats.
+// Confirm implements mesh.OverlayConnection: start heartbeats. It is a
+// no-op after Stop or a previous Confirm.
 func (f *forwarder) Confirm() {
-	f.confirmOnce.Do(func() {
-		select {
-		case <-f.stop:
-			return
-		default:
-		}
-		f.confirmed.Store(true)
-		f.o.register(f)
-		f.wg.Add(1)
-		go f.run()
-	})
+	f.life.Lock()
+	defer f.life.Unlock()
+	if f.life.stopped || f.confirmed.Load() {
+		return
+	}
+	f.confirmed.Store(true)
+	f.o.register(f)
+	f.wg.Add(1)
+	go f.run()
 }
 
 // EstablishedChannel implements mesh.OverlayConnection.
@@ -135,11 +136,16 @@ func (f *forwarder) ErrorChannel() <-chan error { return f.errCh }
 
 // Stop implements mesh.OverlayConnection. Idempotent; joins the goroutine.
 func (f *forwarder) Stop() {
-	f.stopOnce.Do(func() {
-		close(f.stop)
-		f.wg.Wait()
-		f.o.unregister(f)
-	})
+	f.life.Lock()
+	if f.life.stopped {
+		f.life.Unlock()
+		return
+	}
+	f.life.stopped = true
+	close(f.stop)
+	f.life.Unlock()
+	f.wg.Wait()
+	f.o.unregister(f)
 }
 
 // ControlMessage implements mesh.OverlayConnection.

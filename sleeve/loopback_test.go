@@ -200,10 +200,39 @@ func TestLoopbackPair(t *testing.T) {
 			if addr := ob.Status().Peers[0].RemoteAddr; addr != net.JoinHostPort("127.0.0.1", strconv.Itoa(oa.Port())) {
 				t.Fatalf("inbound side learned %q, want A's sleeve port %d", addr, oa.Port())
 			}
+			sendGarbage(t, ob.Port())
+			if err := fa.Forward(peerA, peerB, frame); err != nil {
+				t.Fatalf("A forward after garbage: %v", err)
+			}
+			if got := hb.await(t); !bytes.Equal(got.frame, frame) {
+				t.Fatal("frame after garbage differs")
+			}
+			stB := ob.Status()
+			if stB.RxGarbage == 0 || stB.Peers[0].Counters.RxDropped+stB.Peers[0].Counters.RxAuthFailed == 0 {
+				t.Fatalf("garbage not counted: %+v", stB)
+			}
 			fa.Stop()
 			fb.Stop()
 			fa.Stop() // idempotent
 		})
+	}
+}
+
+// sendGarbage sends a too-short datagram and a malformed one that names
+// peer A as its sender, then returns once B has read them (the receive
+// loop is FIFO, so the frame forwarded next arrives after them).
+func sendGarbage(t *testing.T, port int) {
+	t.Helper()
+	c, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	bad := append([]byte{0xaa, 0, 0, 0, 0, 1}, bytes.Repeat([]byte{0xff}, 40)...)
+	for _, d := range [][]byte{{1, 2, 3}, bad} {
+		if _, err := c.Write(d); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -310,4 +339,24 @@ func TestForwardChannels(t *testing.T) {
 	if df, fr := read(); df || !bytes.Equal(fr, big) {
 		t.Fatal("with stackFrag a big non-DF frame goes whole on the non-DF channel")
 	}
+}
+
+func TestConfirmAfterStopIsInert(t *testing.T) {
+	checkGoroutines(t)
+	oa := newTestOverlay(t, peerA, newFakeHandler(), fastTiming)
+	ob := newTestOverlay(t, peerB, newFakeHandler(), fastTiming)
+	fa, _ := pair(t, oa, ob, nil)
+	fa.Stop()
+	fa.Confirm()
+	if st := oa.Status(); len(st.Peers) != 0 {
+		t.Fatalf("stopped forwarder still listed: %+v", st.Peers)
+	}
+	oa.mu.RLock()
+	n := len(oa.mu.byPeer)
+	oa.mu.RUnlock()
+	if n != 0 {
+		t.Fatal("stopped forwarder registered by Confirm")
+	}
+	oa.Stop()
+	oa.Stop() // idempotent
 }
