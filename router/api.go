@@ -3,6 +3,7 @@ package router
 import (
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weaveworks/mesh"
@@ -56,11 +57,8 @@ type NetworkRouter struct {
 	sw  *OverlaySwitch
 	mac *macCache
 
-	// Set by Start; read-only afterwards.
-	mesh    *mesh.Router // nil when started with static routes (tests)
-	routes  routeTable
-	ourself mesh.PeerName
-	inj     Injector
+	// bound is set once by Start; the hot path loads it without locking.
+	bound atomic.Pointer[binding]
 
 	lifecycle struct {
 		sync.Mutex
@@ -102,13 +100,18 @@ func (r *NetworkRouter) Start(m *mesh.Router, inj Injector) {
 		return
 	}
 	r.lifecycle.started = true
-	r.mesh = m
-	r.routes = m.Routes
-	r.ourself = m.Ourself.Name
-	r.inj = inj
+	r.bound.Store(&binding{mesh: m, routes: m.Routes, ourself: m.Ourself.Name, inj: inj})
 	m.Peers.OnGC(r.peerGone)
 	r.lifecycle.wg.Add(1)
 	go r.expireLoop(r.lifecycle.stop)
+}
+
+// binding is what Start ties the router to.
+type binding struct {
+	mesh    *mesh.Router // nil when started with static routes (tests)
+	routes  routeTable
+	ourself mesh.PeerName
+	inj     Injector
 }
 
 // routeTable is the part of mesh's routes the data plane uses; m.Routes
@@ -123,7 +126,7 @@ func (r *NetworkRouter) startStatic(ourself mesh.PeerName, routes routeTable, in
 	r.lifecycle.Lock()
 	defer r.lifecycle.Unlock()
 	r.lifecycle.started = true
-	r.routes, r.ourself, r.inj = routes, ourself, inj
+	r.bound.Store(&binding{routes: routes, ourself: ourself, inj: inj})
 	r.lifecycle.wg.Add(1)
 	go r.expireLoop(r.lifecycle.stop)
 }

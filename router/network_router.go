@@ -19,14 +19,15 @@ func isGroup(mac MAC) bool { return mac[0]&1 != 0 }
 // HandleCaptured is called for every frame captured from the local bridge.
 // It must not be called before Start. It does not retain frame.
 func (r *NetworkRouter) HandleCaptured(frame []byte) {
-	if len(frame) < ethHeaderLen || r.routes == nil {
+	b := r.bound.Load()
+	if len(frame) < ethHeaderLen || b == nil {
 		return
 	}
 	dst, src := macAt(frame, 0), macAt(frame, 6)
 	if dst == stpMAC {
 		return
 	}
-	switch r.mac.Add(src, r.ourself) {
+	switch r.mac.Add(src, b.ourself) {
 	case macConflict:
 		if r.cfg.PktDebug {
 			r.log.Debug("drop captured frame: src MAC belongs to a remote peer (loop)", "mac", src.String())
@@ -37,42 +38,43 @@ func (r *NetworkRouter) HandleCaptured(frame []byte) {
 	}
 	if !isGroup(dst) {
 		if peer, ok := r.mac.Lookup(dst); ok {
-			if peer != r.ourself {
-				r.relayUnicast(r.ourself, peer, frame, true)
+			if peer != b.ourself {
+				r.relayUnicast(b, b.ourself, peer, frame, true)
 			}
 			return // local destinations are delivered by the bridge itself
 		}
 	}
-	r.relayBroadcast(r.ourself, frame)
+	r.relayBroadcast(b, b.ourself, frame)
 }
 
 // HandleForwarded implements FrameHandler. It does not retain frame.
 func (r *NetworkRouter) HandleForwarded(srcPeer, dstPeer mesh.PeerName, frame []byte) {
-	if len(frame) < ethHeaderLen || r.routes == nil || srcPeer == r.ourself {
+	b := r.bound.Load()
+	if len(frame) < ethHeaderLen || b == nil || srcPeer == b.ourself {
 		return
 	}
-	if dstPeer != r.ourself {
-		r.relayUnicast(srcPeer, dstPeer, frame, false)
+	if dstPeer != b.ourself {
+		r.relayUnicast(b, srcPeer, dstPeer, frame, false)
 		return
 	}
 	dst, src := macAt(frame, 0), macAt(frame, 6)
 	if r.mac.AddForced(src, srcPeer) == macMoved {
 		r.log.Info("MAC moved to another peer", "mac", src.String(), "peer", srcPeer.String())
 	}
-	r.inject(frame)
+	r.inject(b, frame)
 	if !isGroup(dst) {
-		if peer, ok := r.mac.Lookup(dst); ok && peer == r.ourself {
+		if peer, ok := r.mac.Lookup(dst); ok && peer == b.ourself {
 			return
 		}
 	}
-	r.relayBroadcast(srcPeer, frame)
+	r.relayBroadcast(b, srcPeer, frame)
 }
 
-func (r *NetworkRouter) inject(frame []byte) {
-	if r.inj == nil {
+func (r *NetworkRouter) inject(b *binding, frame []byte) {
+	if b.inj == nil {
 		return
 	}
-	if err := r.inj.InjectFrame(frame); err != nil && r.cfg.PktDebug {
+	if err := b.inj.InjectFrame(frame); err != nil && r.cfg.PktDebug {
 		r.log.Debug("inject frame failed", "err", err)
 	}
 }
@@ -81,8 +83,8 @@ func (r *NetworkRouter) inject(frame []byte) {
 // route. captured tells whether the frame came from our own bridge, in
 // which case a FrameTooBigError is answered with ICMP "fragmentation
 // needed".
-func (r *NetworkRouter) relayUnicast(srcPeer, dstPeer mesh.PeerName, frame []byte, captured bool) {
-	hop, ok := r.routes.Unicast(dstPeer)
+func (r *NetworkRouter) relayUnicast(b *binding, srcPeer, dstPeer mesh.PeerName, frame []byte, captured bool) {
+	hop, ok := b.routes.Unicast(dstPeer)
 	if !ok {
 		if r.cfg.PktDebug {
 			r.log.Debug("drop frame: no unicast route", "peer", dstPeer.String())
@@ -97,14 +99,14 @@ func (r *NetworkRouter) relayUnicast(srcPeer, dstPeer mesh.PeerName, frame []byt
 		return
 	}
 	if err := fwd.Forward(srcPeer, dstPeer, frame); err != nil {
-		r.unicastFailed(err, hop, frame, captured)
+		r.unicastFailed(b, err, hop, frame, captured)
 	}
 }
 
-func (r *NetworkRouter) unicastFailed(err error, hop mesh.PeerName, frame []byte, captured bool) {
+func (r *NetworkRouter) unicastFailed(b *binding, err error, hop mesh.PeerName, frame []byte, captured bool) {
 	var tooBig *FrameTooBigError
 	if captured && errors.As(err, &tooBig) {
-		r.sendFragNeeded(frame, tooBig.MTU)
+		r.sendFragNeeded(b, frame, tooBig.MTU)
 		return
 	}
 	if r.cfg.PktDebug {
@@ -114,8 +116,8 @@ func (r *NetworkRouter) unicastFailed(err error, hop mesh.PeerName, frame []byte
 
 // relayBroadcast floods frame along the broadcast tree rooted at srcPeer.
 // Each next hop is addressed as the frame's destination peer.
-func (r *NetworkRouter) relayBroadcast(srcPeer mesh.PeerName, frame []byte) {
-	for _, hop := range r.routes.Broadcast(srcPeer) {
+func (r *NetworkRouter) relayBroadcast(b *binding, srcPeer mesh.PeerName, frame []byte) {
+	for _, hop := range b.routes.Broadcast(srcPeer) {
 		fwd := r.sw.forwarderFor(hop)
 		if fwd == nil {
 			continue
@@ -128,7 +130,7 @@ func (r *NetworkRouter) relayBroadcast(srcPeer mesh.PeerName, frame []byte) {
 
 // sendFragNeeded answers an oversized DF frame with ICMP "fragmentation
 // needed", injected into the local bridge as if from the destination.
-func (r *NetworkRouter) sendFragNeeded(frame []byte, mtu int) {
+func (r *NetworkRouter) sendFragNeeded(b *binding, frame []byte, mtu int) {
 	reply, err := FragNeeded(frame, mtu)
 	if err != nil {
 		if r.cfg.PktDebug {
@@ -139,5 +141,5 @@ func (r *NetworkRouter) sendFragNeeded(frame []byte, mtu int) {
 	if r.cfg.PktDebug {
 		r.log.Debug("frame too big, sent ICMP frag-needed", "mtu", mtu)
 	}
-	r.inject(reply)
+	r.inject(b, reply)
 }

@@ -42,10 +42,11 @@ func (r *NetworkRouter) Status() Status {
 // with topology updates).
 func (r *NetworkRouter) nickNames() map[mesh.PeerName]string {
 	out := map[mesh.PeerName]string{}
-	if r.mesh == nil {
+	b := r.bound.Load()
+	if b == nil || b.mesh == nil {
 		return out
 	}
-	for _, d := range r.mesh.Peers.Descriptions() {
+	for _, d := range b.mesh.Peers.Descriptions() {
 		out[d.Name] = d.NickName
 	}
 	return out
