@@ -152,11 +152,12 @@ func (p *Proc) Stop(sig os.Signal) error {
 	default:
 	}
 	_ = p.Cmd.Process.Signal(sig)
-	if err := p.Wait(5 * time.Second); err == nil || !strings.Contains(err.Error(), "still running") {
-		return err
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		_ = p.Cmd.Process.Kill()
+		<-p.done
 	}
-	_ = p.Cmd.Process.Kill()
-	<-p.done
 	return p.err
 }
 

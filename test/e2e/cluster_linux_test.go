@@ -133,25 +133,6 @@ func (cl *cluster) weave(i int, args ...string) string {
 	return out
 }
 
-// connLine is one line of `weave status connections`.
-type connLine struct {
-	Dir, Addr, State, Info string
-}
-
-// parseConnections parses `weave status connections` output, e.g.
-// "-> 192.168.100.2:6783     established encrypted   sleeve aa:..:02(h2) mtu=1414".
-func parseConnections(out string) []connLine {
-	var lines []connLine
-	for _, l := range strings.Split(out, "\n") {
-		f := strings.Fields(l)
-		if len(f) < 3 || (f[0] != "->" && f[0] != "<-") {
-			continue
-		}
-		lines = append(lines, connLine{Dir: f[0], Addr: f[1], State: f[2], Info: strings.Join(f[3:], " ")})
-	}
-	return lines
-}
-
 // connections returns host i's parsed connections (error if the status
 // command fails).
 func (cl *cluster) connections(i int) ([]connLine, string, error) {

@@ -52,15 +52,10 @@ func run(args []string) error {
 	return fmt.Errorf("unknown mode %q", args[0])
 }
 
-// send sets IP_MULTICAST_IF so the group needs no route.
+// send sets IP_MULTICAST_IF (see setMulticastIf) so the group needs no route.
 func send(gaddr *net.UDPAddr, ifi *net.Interface, msg string, count int, interval time.Duration) error {
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		err := c.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptIPMreqn(int(fd), syscall.IPPROTO_IP, syscall.IP_MULTICAST_IF,
-				&syscall.IPMreqn{Ifindex: int32(ifi.Index)})
-		})
-		return errors.Join(err, serr)
+		return setMulticastIf(c, ifi.Index)
 	}}
 	pc, err := lc.ListenPacket(context.Background(), "udp4", ":0")
 	if err != nil {
