@@ -77,6 +77,10 @@ func (r *Ring) mergeEntries(other *Ring) (entries, error) {
 
 func (r *Ring) mergeToken(i int, theirs *entry, other *Ring) (*entry, error) {
 	mine := r.Entries[i]
+	if mine.Peer == r.Peer && r.tentative[mine.Token] && theirs.Peer != r.Peer &&
+		(theirs.Version > mine.Version || (theirs.Version == mine.Version && theirs.Peer > mine.Peer)) {
+		return copyEntry(theirs), nil // a competing takeover wins; ours was never used
+	}
 	switch {
 	case theirs.Version > mine.Version:
 		if mine.Peer != r.Peer {

@@ -51,7 +51,15 @@ type Ring struct {
 	Peer       mesh.PeerName
 	Entries    entries
 	Seeds      []mesh.PeerName
+
+	// tentative marks our tokens taken over by rmpeer and not yet
+	// acknowledged; they yield to any competing claim that ranks higher.
+	// Unexported: never gossiped or persisted by gob.
+	tentative map[address.Address]bool
 }
+
+// SetTentative sets the tokens Merge may yield to a competing takeover.
+func (r *Ring) SetTentative(tokens map[address.Address]bool) { r.tentative = tokens }
 
 // New returns an empty ring over [start, end) owned by peer.
 func New(start, end address.Address, peer mesh.PeerName) *Ring {

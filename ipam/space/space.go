@@ -229,3 +229,26 @@ func (s *Space) CheckInvariants() error {
 	}
 	return nil
 }
+
+// Remove drops the free addresses inside r from our space (the ring gave r
+// to another peer) and returns how many were dropped. Allocated addresses
+// stay allocated.
+func (s *Space) Remove(r address.Range) address.Count {
+	var n address.Count
+	var keep []address.Range
+	for _, f := range s.free {
+		if !f.Overlaps(r) {
+			keep = append(keep, f)
+			continue
+		}
+		n += address.Count(f.Intersect(r).Size())
+		if f.Start < r.Start {
+			keep = append(keep, address.Range{Start: f.Start, End: r.Start})
+		}
+		if r.End < f.End {
+			keep = append(keep, address.Range{Start: r.End, End: f.End})
+		}
+	}
+	s.free = keep
+	return n
+}

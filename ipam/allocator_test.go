@@ -1,0 +1,222 @@
+package ipam
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seedf75a49c6/weave/ipam/address"
+)
+
+var universe12 = address.MustParseCIDR("10.32.0.0/12")
+
+func consensus(n uint) func(*Config) {
+	return func(c *Config) { c.Init = Init{Mode: InitConsensus, Quorum: n/2 + 1} }
+}
+
+// TestTwoPeersLikeWeave reproduces the plain-ipam capture: consensus=2,
+// h1 allocates first, the /12 is split in two, h2's first address is 10.40.0.0.
+func TestTwoPeersLikeWeave(t *testing.T) {
+	n := newMemNet(t, 1)
+	h1 := n.addPeer(1, consensus(2))
+	h2 := n.addPeer(2, consensus(2))
+	r := n.allocate(h1, "c1", universe12)
+	if r.err != nil || r.c.String() != "10.32.0.1/12" {
+		t.Fatalf("h1 got %v %v", r.c, r.err)
+	}
+	r = n.allocate(h2, "c2", universe12)
+	if r.err != nil || r.c.String() != "10.40.0.0/12" {
+		t.Fatalf("h2 got %v %v", r.c, r.err)
+	}
+	again := n.allocate(h2, "c2", universe12)
+	if again.c != r.c {
+		t.Fatalf("allocation not idempotent: %v then %v", r.c, again.c)
+	}
+	var b strings.Builder
+	h1.Status().WriteText(&b)
+	want := "0a:00:00:00:00:01(p1)                   524288 IPs (50.0% of total) (1 active)\n" +
+		"0a:00:00:00:00:02(p2)                   524288 IPs (50.0% of total) \n"
+	if b.String() != want {
+		t.Fatalf("status ipam:\n%q\nwant\n%q", b.String(), want)
+	}
+}
+
+// TestConsensusFailsBounded: a quorum that cannot be reached fails the
+// allocation after ConsensusTimeout with a message naming what is missing.
+func TestConsensusFailsBounded(t *testing.T) {
+	n := newMemNet(t, 2)
+	a := n.addPeer(1, consensus(3))
+	r := n.allocate(a, "c1", universe12)
+	if !errors.Is(r.err, ErrNoConsensus) {
+		t.Fatalf("want ErrNoConsensus, got %v %v", r.c, r.err)
+	}
+	for _, want := range []string{"quorum: 2", "known: 1", "1 more peer"} {
+		if !strings.Contains(r.err.Error(), want) {
+			t.Errorf("error %q lacks %q", r.err, want)
+		}
+	}
+	st := a.Status()
+	if !strings.HasPrefix(st.State, "awaiting consensus (quorum: 2, known: 1)") || !strings.Contains(st.Problem, "1 more peer") {
+		t.Fatalf("status %q / %q", st.State, st.Problem)
+	}
+	// A second peer arrives: consensus is reached and allocation works.
+	n.addPeer(2, consensus(3))
+	if r := n.allocate(a, "c1", universe12); r.err != nil {
+		t.Fatalf("after second peer joined: %v", r.err)
+	}
+}
+
+func TestObserverGetsRing(t *testing.T) {
+	n := newMemNet(t, 3)
+	n.addPeer(1, consensus(1))
+	obs := n.addPeer(2, func(c *Config) { c.Init = Init{Mode: InitObserver} })
+	r := n.allocate(obs, "c1", universe12)
+	if r.err != nil {
+		t.Fatalf("observer allocate: %v", r.err)
+	}
+	if got := obs.Status().Entries; len(got) < 2 {
+		t.Fatalf("observer should own donated space, entries %v", got)
+	}
+}
+
+func TestSeedMode(t *testing.T) {
+	n := newMemNet(t, 4)
+	seeds := func(c *Config) { c.Init = Init{Mode: InitSeed, Seeds: []meshName{0x0a0000000001, 0x0a0000000002}} }
+	a := n.addPeer(1, seeds)
+	b := n.addPeer(2, seeds)
+	ra := n.allocate(a, "x", universe12)
+	rb := n.allocate(b, "y", universe12)
+	if ra.err != nil || rb.err != nil || ra.c.String() != "10.32.0.1/12" || rb.c.String() != "10.40.0.0/12" {
+		t.Fatalf("seeded allocations %v %v / %v %v", ra.c, ra.err, rb.c, rb.err)
+	}
+}
+
+func TestClaimAndFree(t *testing.T) {
+	n := newMemNet(t, 5)
+	a := n.addPeer(1, consensus(2))
+	b := n.addPeer(2, consensus(2))
+	n.allocate(a, "prime", universe12)
+	ctx := context.Background()
+	claim := func(who *Allocator, id, cidr string) error {
+		e, _ := drive(n, 20, func() error { return who.Claim(ctx, id, address.MustParseCIDR(cidr), false) })
+		return e
+	}
+	if err := claim(a, "c1", "10.32.0.9/12"); err != nil {
+		t.Fatal(err)
+	}
+	if err := claim(a, "c1", "10.32.0.9/12"); err != nil {
+		t.Fatalf("re-claim by same ID: %v", err)
+	}
+	if err := claim(a, "c2", "10.32.0.9/12"); !errors.Is(err, ErrAddressInUse) {
+		t.Fatalf("claim by other ID: %v", err)
+	}
+	if err := claim(a, "c3", "192.168.1.1/24"); err != nil {
+		t.Fatalf("claim outside range should just be recorded: %v", err)
+	}
+	// b owns 10.40.0.0/13 but has nothing allocated: it hands 10.40.0.5 over.
+	if err := claim(a, "c4", "10.40.0.5/12"); err != nil {
+		t.Fatalf("claim of other peer's free address: %v", err)
+	}
+	if cs, _ := b.Lookup("c4", universe12); len(cs) != 0 {
+		t.Fatal("b recorded a's claim")
+	}
+	r := n.allocate(b, "d1", universe12)
+	if r.err != nil || r.c.Addr == address.MustParseCIDR("10.40.0.5/32").Addr {
+		t.Fatalf("b allocated %v %v (duplicate of claimed address?)", r.c, r.err)
+	}
+	if err := a.Free("c1", address.MustParseCIDR("10.32.0.9/32").Addr); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Free("c1", address.MustParseCIDR("10.32.0.9/32").Addr); err == nil {
+		t.Fatal("double free accepted")
+	}
+	if err := a.Delete("c4"); err != nil {
+		t.Fatal(err)
+	}
+	if cs, _ := a.Lookup("c4", universe12); len(cs) != 0 {
+		t.Fatal("delete left addresses")
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	n := newMemNet(t, 6)
+	a := n.addPeer(1, consensus(1))
+	ctx := context.Background()
+	for _, id := range []string{"", "a/b", "with space", strings.Repeat("x", 300), "nul\x00"} {
+		if _, err := a.Allocate(ctx, id, universe12); !errors.Is(err, ErrBadIdent) {
+			t.Errorf("ident %q: %v", id, err)
+		}
+	}
+	if _, err := a.Allocate(ctx, "c", address.MustParseCIDR("10.32.0.1/12")); !errors.Is(err, ErrConfig) {
+		t.Errorf("non-network subnet: %v", err)
+	}
+	if _, err := a.Allocate(ctx, "c", address.MustParseCIDR("10.32.0.0/31")); !errors.Is(err, ErrConfig) {
+		t.Errorf("tiny subnet: %v", err)
+	}
+	if _, err := a.Allocate(ctx, "c", address.MustParseCIDR("192.168.0.0/24")); !errors.Is(err, ErrSubnetNotInRange) {
+		t.Errorf("foreign subnet: %v", err)
+	}
+	for _, msg := range [][]byte{nil, {0}, {1}, {2, 1, 2}, {9, 1}, {1, 0xff, 0xff, 0xff}} {
+		if err := a.OnGossipUnicast(0x0a0000000009, msg); err == nil {
+			t.Errorf("unicast %x accepted", msg)
+		}
+	}
+	if _, err := a.OnGossipBroadcast(0x0a0000000009, []byte{3, 4, 5}); err == nil {
+		t.Error("garbage broadcast accepted")
+	}
+	if _, err := New(Config{OurName: 1, Universe: address.MustParseCIDR("10.0.0.1/8")}); !errors.Is(err, ErrConfig) {
+		t.Errorf("bad range: %v", err)
+	}
+	if _, err := New(Config{OurName: 1, Universe: address.MustParseCIDR("10.0.0.0/31")}); !errors.Is(err, ErrConfig) {
+		t.Errorf("tiny range: %v", err)
+	}
+	if _, err := New(Config{OurName: 1, Universe: address.MustParseCIDR("10.0.0.0/30"),
+		Init: Init{Mode: InitSeed, Seeds: []meshName{1, 2, 3, 4, 5}}}); !errors.Is(err, ErrConfig) {
+		t.Errorf("range too small for seeds: %v", err)
+	}
+	if r := n.allocate(a, "ok", universe12); r.err != nil {
+		t.Fatalf("allocator broken after bad input: %v", r.err)
+	}
+}
+
+func TestParseInit(t *testing.T) {
+	for in, want := range map[string]Init{
+		"": {Mode: InitConsensus}, "consensus": {Mode: InitConsensus}, "consensus=5": {Mode: InitConsensus, Quorum: 3},
+		"observer": {Mode: InitObserver},
+	} {
+		got, err := ParseInit(in)
+		if err != nil || got.Mode != want.Mode || got.Quorum != want.Quorum {
+			t.Errorf("ParseInit(%q) = %+v, %v", in, got, err)
+		}
+	}
+	got, err := ParseInit("seed=aa:00:00:00:00:01,aa:00:00:00:00:02")
+	if err != nil || len(got.Seeds) != 2 || got.Mode != InitSeed {
+		t.Errorf("seed: %+v %v", got, err)
+	}
+	for _, bad := range []string{"consensus=0", "consensus=x", "seed=", "seed=zz", "observer=1", "magic"} {
+		if _, err := ParseInit(bad); err == nil {
+			t.Errorf("ParseInit(%q) accepted", bad)
+		}
+	}
+}
+
+func TestStopIdempotentAndFailsPending(t *testing.T) {
+	n := newMemNet(t, 7)
+	a := n.addPeer(1, consensus(3))
+	done := make(chan error, 1)
+	go func() { _, err := a.Allocate(context.Background(), "c", universe12); done <- err }()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(a.Status().PendingAllocates) == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond) // poll: no event marks "op queued"
+	}
+	a.Stop()
+	a.Stop()
+	if err := <-done; !errors.Is(err, ErrStopped) {
+		t.Fatalf("pending op after Stop: %v", err)
+	}
+	if _, err := a.Allocate(context.Background(), "d", universe12); !errors.Is(err, ErrStopped) {
+		t.Fatalf("allocate after Stop: %v", err)
+	}
+}

@@ -1,0 +1,188 @@
+package ipam
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/seedf75a49c6/weave/ipam/address"
+	"github.com/seedf75a49c6/weave/ipam/ring"
+	"github.com/weaveworks/mesh"
+)
+
+var _ mesh.Gossiper = (*Allocator)(nil)
+
+// OnGossipUnicast handles a space request, ring update or denial.
+func (a *Allocator) OnGossipUnicast(src mesh.PeerName, msg []byte) error {
+	if len(msg) == 0 {
+		return fmt.Errorf("IPAM unicast from %s: %w: empty", src, ErrMalformed)
+	}
+	var err error
+	switch msg[0] {
+	case msgSpaceRequest, msgSpaceRequestDenied:
+		r, derr := decodeRange(msg[1:])
+		if derr != nil {
+			return fmt.Errorf("IPAM unicast from %s: %w", src, derr)
+		}
+		if e := a.do(func() { a.onRangeMsg(src, msg[0], r) }); e != nil {
+			return e
+		}
+	case msgRingUpdate:
+		st, derr := decodeState(msg[1:])
+		if derr != nil {
+			return fmt.Errorf("IPAM unicast from %s: %w", src, derr)
+		}
+		if e := a.do(func() { err = a.update(src, st, true) }); e != nil {
+			return e
+		}
+	default:
+		return fmt.Errorf("IPAM unicast from %s: %w: unknown kind %d", src, ErrMalformed, msg[0])
+	}
+	return err
+}
+
+// OnGossipBroadcast merges a broadcast state and returns it for relaying.
+func (a *Allocator) OnGossipBroadcast(src mesh.PeerName, update []byte) (mesh.GossipData, error) {
+	st, err := decodeState(update)
+	if err != nil {
+		return nil, fmt.Errorf("IPAM broadcast from %s: %w", src, err)
+	}
+	if e := a.do(func() { err = a.update(src, st, false) }); e != nil {
+		return nil, e
+	}
+	return gossipData{payload: update}, err
+}
+
+// Gossip returns our full state (sent periodically by mesh).
+func (a *Allocator) Gossip() mesh.GossipData {
+	var st *gossipState
+	if a.do(func() { st = a.state() }) != nil {
+		return nil
+	}
+	return gossipData{payload: encodeState(st)}
+}
+
+// OnGossip merges periodic gossip; IPAM gossip is full-state, so nothing is
+// forwarded.
+func (a *Allocator) OnGossip(msg []byte) (mesh.GossipData, error) {
+	st, err := decodeState(msg)
+	if err != nil {
+		return nil, fmt.Errorf("IPAM gossip: %w", err)
+	}
+	src := mesh.UnknownPeerName
+	if st.Ring != nil {
+		src = st.Ring.Peer
+	}
+	if e := a.do(func() { err = a.update(src, st, false) }); e != nil {
+		return nil, e
+	}
+	return nil, err
+}
+
+// update folds a received state into ours (actor only).
+func (a *Allocator) update(src mesh.PeerName, st *gossipState, unicast bool) error {
+	for p, n := range st.Nicknames {
+		a.nicknames[p] = n
+	}
+	switch {
+	case st.Ring != nil:
+		return a.mergeRing(src, st.Ring, unicast)
+	case !a.ring.Empty():
+		if src != mesh.UnknownPeerName {
+			a.unicast(src, encodeUnicastState(a.state())) // they lack the ring
+		}
+	case st.Paxos != nil && a.paxos.IsElector():
+		if !a.electing {
+			a.startElection()
+		}
+		a.paxos.Update(st.Paxos)
+		a.thinkPaxos()
+	case st.Paxos == nil && a.paxos.IsElector() && !a.electing:
+		a.startElection() // an observer wants a ring
+		a.paxos.Propose()
+		a.thinkPaxos()
+	}
+	return nil
+}
+
+func (a *Allocator) mergeRing(src mesh.PeerName, theirs *ring.Ring, unicast bool) error {
+	wasEmpty := a.ring.Empty()
+	before := a.ring.Clone()
+	a.ring.SetTentative(a.tentativeTokens())
+	_, err := a.ring.Merge(theirs)
+	if err != nil {
+		a.lastError = err
+		if errors.Is(err, ring.ErrDifferentSeeds) || errors.Is(err, ring.ErrDifferentRange) {
+			a.log.Error("IPAM ring from another cluster refused", "peer", src, "err", err)
+		} else {
+			a.log.Warn("IPAM ring merge refused", "peer", src, "err", err)
+		}
+		return fmt.Errorf("merge IPAM ring from %s: %w", src, err)
+	}
+	if wasEmpty && !a.ring.Empty() {
+		a.log.Info("IPAM ring received", "peer", src)
+	}
+	a.dropLostTakeovers()
+	a.syncSpace()
+	a.noteAcks(theirs)
+	// Anti-entropy: reply when the sender lacks something we have, and to a
+	// unicast that taught us something (that reply is the sender's ack).
+	// Each reply needs new information, so exchanges terminate.
+	if src != mesh.UnknownPeerName && src != a.cfg.OurName &&
+		(ringDiffers(a.ring, theirs) || (unicast && ringDiffers(before, theirs))) {
+		a.unicast(src, encodeUnicastState(a.state()))
+	}
+	return nil
+}
+
+// ringDiffers reports whether two replicas differ in any token.
+func ringDiffers(ours, theirs *ring.Ring) bool {
+	mine, other := ours.AllEntries(), theirs.AllEntries()
+	if len(mine) != len(other) {
+		return true
+	}
+	for i := range mine {
+		m, o := mine[i], other[i]
+		if m.Token != o.Token || m.Peer != o.Peer || m.Version != o.Version {
+			return true
+		}
+	}
+	return false
+}
+
+// onRangeMsg handles a space request (donate) or a denial.
+func (a *Allocator) onRangeMsg(src mesh.PeerName, kind byte, r address.Range) {
+	if kind == msgSpaceRequestDenied {
+		for _, o := range a.pending {
+			if o.kind == opClaim && r.Contains(o.subnet.Addr) {
+				o.denied = true
+			}
+		}
+		return
+	}
+	a.donate(src, r)
+}
+
+func (a *Allocator) donate(src mesh.PeerName, r address.Range) {
+	if a.ring.Empty() || a.shutdown {
+		a.unicast(src, encodeRange(msgSpaceRequestDenied, r))
+		return
+	}
+	given, ok := a.space.Donate(r)
+	if ok {
+		if err := a.ring.GrantRangeToHost(given.Start, given.End, src); err != nil {
+			a.log.Error("cannot grant IPAM space", "range", given, "peer", src, "err", err)
+			_ = a.space.Add(given)
+			ok = false
+		}
+	}
+	if ok {
+		a.mine = a.ring.OwnedRanges()
+		a.ring.ReportFree(a.freeIn)
+		a.log.Debug("donated IPAM space", "range", given, "peer", src)
+		a.broadcast()
+	}
+	a.unicast(src, encodeUnicastState(a.state()))
+	if !ok {
+		a.unicast(src, encodeRange(msgSpaceRequestDenied, r))
+	}
+}

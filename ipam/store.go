@@ -1,0 +1,223 @@
+package ipam
+
+import (
+	"bytes"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seedf75a49c6/weave/ipam/address"
+	"github.com/seedf75a49c6/weave/ipam/ring"
+	"github.com/weaveworks/mesh"
+	bolt "go.etcd.io/bbolt"
+)
+
+// ErrCorrupt marks a database that cannot be read. The router must stop:
+// the data is never silently wiped.
+var ErrCorrupt = errors.New("IPAM database unreadable")
+
+// OwnedData is one container's addresses, as Weave persists them.
+type OwnedData struct {
+	IsContainer bool
+	Cidrs       []address.CIDR
+}
+
+// Persisted is what survives a restart.
+type Persisted struct {
+	PeerName mesh.PeerName
+	Ring     *ring.Ring // nil until the ring exists
+	Owned    map[string]OwnedData
+}
+
+// Store persists IPAM state. Load returns (nil, nil) for an empty store.
+type Store interface {
+	Load() (*Persisted, error)
+	Save(*Persisted) error
+}
+
+// Weave 2.8.1's db layout: bucket "top", gob values, key "version" {1,0}.
+var (
+	bucketTop      = []byte("top")
+	keyVersion     = []byte("version")
+	keyPeerName    = []byte("peername")
+	keyRing        = []byte("ring")
+	keyOwned       = []byte("ownedAddresses")
+	currentVersion = []byte{1, 0}
+)
+
+// BoltStore keeps IPAM state in a bbolt file, with Weave's key names.
+type BoltStore struct{ db *bolt.DB }
+
+// OpenBoltStore opens (creating if absent) the database at path. An
+// unreadable or incompatible file is an error wrapping ErrCorrupt.
+func OpenBoltStore(path string) (s *BoltStore, err error) {
+	defer func() { // bbolt panics on some corruptions
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("open IPAM database %s: %w: %v", path, ErrCorrupt, r)
+		}
+	}()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("open IPAM database %s: %w: %w (move the file aside to start afresh)", path, ErrCorrupt, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketTop)
+		if err != nil {
+			return err
+		}
+		v := b.Get(keyVersion)
+		if v == nil {
+			return b.Put(keyVersion, currentVersion)
+		}
+		if len(v) != 2 || v[0] != currentVersion[0] {
+			return fmt.Errorf("unsupported database version %v", v)
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open IPAM database %s: %w: %w", path, ErrCorrupt, err)
+	}
+	return &BoltStore{db: db}, nil
+}
+
+// Close closes the database.
+func (s *BoltStore) Close() error { return s.db.Close() }
+
+// Load reads the persisted state.
+func (s *BoltStore) Load() (p *Persisted, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("load IPAM state: %w: %v", ErrCorrupt, r)
+		}
+	}()
+	err = s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketTop)
+		raw := b.Get(keyPeerName)
+		if raw == nil {
+			return nil
+		}
+		p = &Persisted{}
+		if err := gobDecode(raw, &p.PeerName); err != nil {
+			return fmt.Errorf("key peername: %w", err)
+		}
+		if raw := b.Get(keyRing); raw != nil {
+			if err := gobDecode(raw, &p.Ring); err != nil {
+				return fmt.Errorf("key ring: %w", err)
+			}
+			if err := p.Ring.CheckInvariants(); err != nil {
+				return fmt.Errorf("key ring: %w", err)
+			}
+		}
+		if raw := b.Get(keyOwned); raw != nil {
+			if err := gobDecode(raw, &p.Owned); err != nil {
+				return fmt.Errorf("key ownedAddresses: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load IPAM state: %w: %w", ErrCorrupt, err)
+	}
+	return p, nil
+}
+
+// Save writes the state in one transaction.
+func (s *BoltStore) Save(p *Persisted) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketTop)
+		for _, kv := range []struct {
+			k []byte
+			v any
+		}{{keyPeerName, p.PeerName}, {keyRing, p.Ring}, {keyOwned, p.Owned}} {
+			if kv.k[0] == 'r' && p.Ring == nil {
+				if err := b.Delete(kv.k); err != nil {
+					return err
+				}
+				continue
+			}
+			var buf bytes.Buffer
+			if err := gob.NewEncoder(&buf).Encode(kv.v); err != nil {
+				return err
+			}
+			if err := b.Put(kv.k, buf.Bytes()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("save IPAM state: %w", err)
+	}
+	return nil
+}
+
+func gobDecode(raw []byte, v any) error {
+	return gob.NewDecoder(bytes.NewReader(raw)).Decode(v)
+}
+
+// restore loads persisted state into a new allocator (before Start).
+func (a *Allocator) restore() error {
+	if a.cfg.Store == nil {
+		return nil
+	}
+	p, err := a.cfg.Store.Load()
+	if err != nil {
+		return fmt.Errorf("restore IPAM state: %w", err)
+	}
+	if p == nil {
+		return nil
+	}
+	if p.PeerName != a.cfg.OurName {
+		a.log.Warn("discarding persisted IPAM state of another peer name", "stored", p.PeerName, "peer", a.cfg.OurName)
+		return nil
+	}
+	if p.Ring != nil && p.Ring.Range() != a.cfg.Universe.Range() {
+		a.log.Warn("discarding persisted IPAM ring: --ipalloc-range changed",
+			"stored", p.Ring.Range(), "range", a.cfg.Universe)
+		p.Ring, p.Owned = nil, nil
+	}
+	if p.Ring != nil {
+		p.Ring.Peer = a.cfg.OurName
+		a.ring = p.Ring
+		a.syncSpace()
+	}
+	for ident, od := range p.Owned {
+		for _, c := range od.Cidrs {
+			a.record(ident, c)
+			if a.space.Owns(c.Addr) && !a.space.IsAllocated(c.Addr) {
+				_ = a.space.Claim(c.Addr)
+			}
+		}
+	}
+	a.log.Info("restored IPAM state", "containers", len(a.owned), "ring", !a.ring.Empty())
+	return nil
+}
+
+// persist saves state when it changed since the last save.
+func (a *Allocator) persist() {
+	if a.cfg.Store == nil {
+		return
+	}
+	p := &Persisted{PeerName: a.cfg.OurName, Owned: map[string]OwnedData{}}
+	if !a.ring.Empty() {
+		p.Ring = a.ring
+	}
+	for ident, cs := range a.owned {
+		p.Owned[ident] = OwnedData{IsContainer: true, Cidrs: cs}
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(p); err != nil {
+		a.log.Error("encode IPAM state", "err", err)
+		return
+	}
+	if bytes.Equal(buf.Bytes(), a.lastSaved) {
+		return
+	}
+	if err := a.cfg.Store.Save(p); err != nil {
+		a.log.Error("persist IPAM state", "err", err)
+		return
+	}
+	a.lastSaved = buf.Bytes()
+}
