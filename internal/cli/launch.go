@@ -20,16 +20,7 @@ func runLaunch(ctx context.Context, c *cmd, args []string) error {
 	if err != nil {
 		return err
 	}
-	if addr, ok := l.given["http-addr"]; ok {
-		c.HTTPAddr = addr
-		c.api = api.NewClient(api.Config{Addr: addr})
-	}
-	if d, ok := l.given["run-dir"]; ok {
-		c.RunDir = d
-	}
-	if d, ok := l.given["data-dir"]; ok {
-		c.DataDir = d
-	}
+	c.applyLaunchFlags(l)
 	if err := c.refuseIfRunning(ctx); err != nil {
 		return err
 	}
@@ -61,6 +52,21 @@ func runLaunch(ctx context.Context, c *cmd, args []string) error {
 	}
 	fmt.Fprintln(c.Stdout, name)
 	return nil
+}
+
+// applyLaunchFlags lets flags given to launch override the environment
+// for the rest of the command (where to wait, where the pid file goes).
+func (c *cmd) applyLaunchFlags(l launchArgs) {
+	if addr, ok := l.given["http-addr"]; ok {
+		c.HTTPAddr = addr
+		c.api = api.NewClient(api.Config{Addr: addr})
+	}
+	if d, ok := l.given["run-dir"]; ok {
+		c.RunDir = d
+	}
+	if d, ok := l.given["data-dir"]; ok {
+		c.DataDir = d
+	}
 }
 
 // refuseIfRunning fails when a router runs for this run dir or answers on

@@ -166,3 +166,44 @@ func TestStopKillsStubbornRouter(t *testing.T) {
 		t.Errorf("stubborn weaver %d survived", pid)
 	}
 }
+
+func TestLaunchFlagsOverrideEnvironment(t *testing.T) {
+	h := newHarness(t)
+	argsFile := h.fakeWeaverSetup("serve")
+	sock := filepath.Join(filepath.Dir(argsFile), "other.sock")
+	runDir := filepath.Join(t.TempDir(), "run2")
+	h.cfg.MTU = "1400"
+	code, out, errOut := h.run("launch", "--http-addr="+sock, "--run-dir", runDir, "--mtu=1376")
+	if code != 0 || out != "aa:bb:cc:dd:ee:ff\n" {
+		t.Fatalf("launch: %d %q %q", code, out, errOut)
+	}
+	t.Cleanup(func() { h.cfg.RunDir = runDir; h.killRouter() })
+	data, err := os.ReadFile(argsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join([]string{"--data-dir=" + h.cfg.DataDir,
+		"--http-addr=" + sock, "--run-dir", runDir, "--mtu=1376"}, "\n") + "\n"
+	if string(data) != want {
+		t.Errorf("weaver argv:\n%s\nwant:\n%s", data, want)
+	}
+	if _, err := os.Stat(filepath.Join(runDir, "weaver.pid")); err != nil {
+		t.Errorf("pid file not in --run-dir: %v", err)
+	}
+}
+
+func TestParseLaunch(t *testing.T) {
+	l, err := parseLaunch([]string{"--password", "s3cret", "-port=7000", "--no-fastdp", "10.0.0.2", "--", "--nickname"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.given["password"] != "s3cret" || l.given["port"] != "7000" || !l.bools["no-fastdp"] {
+		t.Errorf("parsed %+v", l)
+	}
+	if _, ok := l.given["nickname"]; ok || l.bools["nickname"] {
+		t.Errorf("flag after -- was parsed: %+v", l)
+	}
+	if _, err := parseLaunch([]string{"--mtu"}); err == nil || err.Error() != "launch: --mtu needs a value" {
+		t.Errorf("missing value: %v", err)
+	}
+}
