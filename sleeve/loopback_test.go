@@ -360,3 +360,38 @@ func TestConfirmAfterStopIsInert(t *testing.T) {
 	oa.Stop()
 	oa.Stop() // idempotent
 }
+
+// TestInboundFollowsNATRebinding sends a valid heartbeat for the inbound
+// forwarder from a new source port: the forwarder must adopt it.
+func TestInboundFollowsNATRebinding(t *testing.T) {
+	checkGoroutines(t)
+	oa := newTestOverlay(t, peerA, newFakeHandler(), fastTiming)
+	ob := newTestOverlay(t, peerB, newFakeHandler(), fastTiming)
+	fa, fb := pair(t, oa, ob, nil)
+	fa.Confirm()
+	fb.Confirm()
+	awaitClosed(t, fb.EstablishedChannel(), "B established")
+	fa.Stop() // no more heartbeats from A's real port
+	nat, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: ob.Port()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nat.Close()
+	enc := NewEncoder(peerA, nil, true, true)
+	enc.Begin()
+	var uid [8]byte
+	binary.BigEndian.PutUint64(uid[:], fb.(*forwarder).params.ConnUID)
+	enc.AppendZero(peerA, peerB, heartbeatLen, uid[:])
+	if _, err := nat.Write(enc.Seal()); err != nil {
+		t.Fatal(err)
+	}
+	want := nat.LocalAddr().String()
+	deadline := time.Now().Add(5 * time.Second)
+	for ob.Status().Peers[0].RemoteAddr != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("remote address %q, want %q", ob.Status().Peers[0].RemoteAddr, want)
+		}
+		time.Sleep(time.Millisecond) // polling: no event for address changes
+	}
+	fb.Stop()
+}

@@ -86,17 +86,24 @@ func overlayInNetns(t *testing.T, ns, host string, name mesh.PeerName, h router.
 	return r.o
 }
 
-func netnsPair(t *testing.T, key *[32]byte, timing Timing) (oa, ob *Overlay, fa, fb router.Forwarder, hb *fakeHandler, nsB string) {
+type netnsSetup struct {
+	oa, ob   *Overlay
+	fa, fb   router.Forwarder
+	hb       *fakeHandler
+	nsA, nsB string
+}
+
+func netnsPair(t *testing.T, key *[32]byte, timing Timing) netnsSetup {
 	nsA, nsB := twoHosts(t)
-	hb = newFakeHandler()
-	oa = overlayInNetns(t, nsA, "192.168.251.1", peerA, newFakeHandler(), timing)
-	ob = overlayInNetns(t, nsB, "192.168.251.2", peerB, hb, timing)
-	fa, fb = pair(t, oa, ob, key)
+	hb := newFakeHandler()
+	oa := overlayInNetns(t, nsA, "192.168.251.1", peerA, newFakeHandler(), timing)
+	ob := overlayInNetns(t, nsB, "192.168.251.2", peerB, hb, timing)
+	fa, fb := pair(t, oa, ob, key)
 	// pair assumes loopback; point A at B's underlay address.
 	ap := net.TCPAddr{IP: net.IPv4(192, 168, 251, 2), Port: ob.Port()}
 	fa.(*forwarder).params.RemoteAddr = &ap
 	fa.(*forwarder).remoteAddr.Store(ptr(ap.AddrPort()))
-	return oa, ob, fa, fb, hb, nsB
+	return netnsSetup{oa: oa, ob: ob, fa: fa, fb: fb, hb: hb, nsA: nsA, nsB: nsB}
 }
 
 func TestNetnsPMTU(t *testing.T) {
@@ -108,7 +115,8 @@ func TestNetnsPMTU(t *testing.T) {
 	}{{"plaintext", nil, 1438}, {"encrypted", &testKey, 1414}} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkGoroutines(t)
-			oa, _, fa, fb, _, _ := netnsPair(t, tc.key, fastTiming)
+			s := netnsPair(t, tc.key, fastTiming)
+			oa, fa, fb := s.oa, s.fa, s.fb
 			fa.Confirm()
 			fb.Confirm()
 			awaitClosed(t, fa.EstablishedChannel(), "A established")
@@ -131,8 +139,9 @@ func TestNetnsBinarySearchAndSelfFragmentation(t *testing.T) {
 	timing := fastTiming
 	timing.MTUVerifyAttempts = 3
 	timing.FragTestInterval = time.Hour
-	oa, _, fa, fb, hb, nsB := netnsPair(t, nil, timing)
-	runCmd(t, "ip", "netns", "exec", nsB, "iptables", "-I", "INPUT", "-p", "udp",
+	s := netnsPair(t, nil, timing)
+	oa, fa, fb, hb := s.oa, s.fa, s.fb, s.hb
+	runCmd(t, "ip", "netns", "exec", s.nsB, "iptables", "-I", "INPUT", "-p", "udp",
 		"-m", "length", "--length", "701:65535", "-j", "DROP")
 	fa.Confirm()
 	fb.Confirm()
@@ -169,6 +178,28 @@ func awaitStackFrag(t *testing.T, o *Overlay, want bool) {
 		}
 		time.Sleep(2 * time.Millisecond) // polling: no event for this state
 	}
+}
+
+// TestNetnsPMTUShrinks lowers the underlay MTU after discovery settled: the
+// next DF data send hits EMSGSIZE and discovery runs again.
+func TestNetnsPMTUShrinks(t *testing.T) {
+	requireRoot(t)
+	checkGoroutines(t)
+	s := netnsPair(t, nil, fastTiming)
+	fa, fb := s.fa, s.fb
+	fa.Confirm()
+	fb.Confirm()
+	awaitClosed(t, fa.EstablishedChannel(), "A established")
+	awaitMTU(t, fa, 1438)
+	dev := s.nsA[:len(s.nsA)-1] + "va"
+	runCmd(t, "ip", "-n", s.nsA, "link", "set", dev, "mtu", "1200")
+	// Fits the old MTU, not the new path: dropped, and rediscovery starts.
+	if err := fa.Forward(peerA, peerB, ipv4Frame(1400, true, 0)); err != nil {
+		t.Fatalf("forward: %v", err)
+	}
+	awaitMTU(t, fa, 1200-62)
+	fa.Stop()
+	fb.Stop()
 }
 
 func ptr[T any](v T) *T { return &v }
