@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"text/template"
 )
@@ -20,6 +21,8 @@ type Backend interface {
 	Connect(peers []string, replace bool) []error
 	// Forget removes connection targets.
 	Forget(peers []string) error
+	// Expose adds addr to the bridge and masquerades traffic from it.
+	Expose(addr netip.Prefix) error
 }
 
 // APIConfig configures the HTTP API handler.
@@ -65,6 +68,7 @@ func NewAPIHandler(cfg APIConfig) http.Handler {
 		mux.HandleFunc("POST /connect", a.connect)
 		mux.HandleFunc("POST /forget", a.forget)
 		mux.HandleFunc("DELETE /peer", a.deletePeer)
+		mux.HandleFunc("POST /expose/{ip}/{prefixlen}", a.expose)
 	}
 	return recoverMiddleware(cfg.Logger, mux)
 }
@@ -239,5 +243,26 @@ func (a *api) forget(w http.ResponseWriter, r *http.Request) {
 // deletePeer is `weave reset`'s "give my IP space away"; without IPAM
 // there is nothing to hand over.
 func (a *api) deletePeer(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// expose is `weave expose`: POST /expose/{ip}/{prefixlen}[?skipNAT=true].
+func (a *api) expose(w http.ResponseWriter, r *http.Request) {
+	if !a.parseForm(w, r) {
+		return
+	}
+	addr, err := netip.ParsePrefix(r.PathValue("ip") + "/" + r.PathValue("prefixlen"))
+	if err != nil || !addr.Addr().Is4() {
+		writeText(w, http.StatusBadRequest, "invalid address: want /expose/<IPv4>/<prefix length>\n")
+		return
+	}
+	if r.Form.Get("skipNAT") == "true" {
+		writeText(w, http.StatusNotImplemented, "expose: skipNAT not implemented yet\n")
+		return
+	}
+	if err := a.cfg.Backend.Expose(addr); err != nil {
+		writeText(w, http.StatusInternalServerError, oneLine(err.Error())+"\n")
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -21,6 +22,7 @@ type fakeBackend struct {
 	connected  [][]string
 	replace    []bool
 	forgotten  [][]string
+	exposed    []netip.Prefix
 	panics     bool
 }
 
@@ -45,6 +47,13 @@ func (f *fakeBackend) Forget(peers []string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.forgotten = append(f.forgotten, peers)
+	return nil
+}
+
+func (f *fakeBackend) Expose(addr netip.Prefix) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.exposed = append(f.exposed, addr)
 	return nil
 }
 
@@ -314,5 +323,33 @@ func TestAPIMetrics(t *testing.T) {
 		if !strings.HasPrefix(line, "# ") && len(strings.Fields(line)) != 2 {
 			t.Errorf("malformed sample line %q", line)
 		}
+	}
+}
+
+func TestAPIExpose(t *testing.T) {
+	a := newAPITest(t, nil)
+	if code, _, body := a.do("POST", "/expose/10.32.0.5/12", ""); code != http.StatusNoContent {
+		t.Fatalf("expose: %d %q", code, body)
+	}
+	if len(a.be.exposed) != 1 || a.be.exposed[0] != netip.MustParsePrefix("10.32.0.5/12") {
+		t.Errorf("backend got %v", a.be.exposed)
+	}
+	for _, c := range []struct {
+		method, path string
+		code         int
+	}{
+		{"POST", "/expose/10.32.0.5/99", 400},
+		{"POST", "/expose/fe80::1/64", 400},
+		{"POST", "/expose/banana/12", 400},
+		{"POST", "/expose/10.32.0.5/12?skipNAT=true", 501},
+		{"GET", "/expose/10.32.0.5/12", 405},
+		{"POST", "/expose/10.32.0.5", 404},
+	} {
+		if code, _, body := a.do(c.method, c.path, ""); code != c.code {
+			t.Errorf("%s %s: %d %q, want %d", c.method, c.path, code, body, c.code)
+		}
+	}
+	if len(a.be.exposed) != 1 {
+		t.Errorf("backend called for rejected requests: %v", a.be.exposed)
 	}
 }

@@ -74,6 +74,20 @@ func unixGet(sock, path string) (string, error) {
 	return string(b), err
 }
 
+func unixPost(sock, path string) (int, error) {
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}}}
+	defer c.CloseIdleConnections()
+	resp, err := c.Post("http://weaver"+path, "application/x-www-form-urlencoded", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
 // eventually polls cond until it holds or the deadline passes (there is no
 // event to wait for: the mesh handshake happens in other processes).
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
@@ -161,6 +175,13 @@ func TestTwoWeaversInNamespaces(t *testing.T) {
 	}
 	if s, err := unixGet(w2.sock, "/status/targets"); err != nil || s != "192.168.77.1\n" {
 		t.Errorf("targets on h2: %q %v", s, err)
+	}
+
+	if code, err := unixPost(w1.sock, "/expose/10.32.0.1/12"); err != nil || code != http.StatusNoContent {
+		t.Errorf("expose: %d %v", code, err)
+	}
+	if out, _ := exec.Command("ip", "-n", ns1, "-4", "addr", "show", "dev", "weave").CombinedOutput(); !strings.Contains(string(out), "10.32.0.1/12") {
+		t.Errorf("exposed address not on the bridge:\n%s", out)
 	}
 
 	for _, w := range []*testWeaver{w1, w2} {

@@ -3,10 +3,12 @@ package daemon
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 
 	"github.com/seedf75a49c6/weave/internal/capture"
+	"github.com/seedf75a49c6/weave/internal/netdev"
 	"github.com/seedf75a49c6/weave/internal/weaver"
 	"github.com/seedf75a49c6/weave/router"
 	wmesh "github.com/weaveworks/mesh"
@@ -18,6 +20,7 @@ type backend struct {
 	net     *router.NetworkRouter
 	capture *capture.Handle
 	dataDir string
+	bridge  string
 	log     *slog.Logger
 	ready   atomic.Bool
 }
@@ -85,4 +88,12 @@ func (l meshLogger) Printf(format string, args ...any) {
 			"detail", msg)
 	}
 	l.next.Printf("%s", msg)
+}
+
+func (b *backend) Expose(addr netip.Prefix) error {
+	if err := netdev.Expose(b.bridge, addr); err != nil {
+		return fmt.Errorf("expose %s on %s: %w", addr, b.bridge, err)
+	}
+	b.log.Info("exposed address on the bridge", "cidr", addr.String(), "bridge", b.bridge)
+	return nil
 }

@@ -162,7 +162,7 @@ func (d *daemon) startDataPlane(name wmesh.PeerName) (*backend, error) {
 			d.log.Error("capture stopped", "iface", netdev.DefaultPcapIface, "err", err)
 		}
 	})
-	return &backend{mesh: mr, net: nr, capture: h, dataDir: c.DataDir, log: d.log}, nil
+	return &backend{mesh: mr, net: nr, capture: h, dataDir: c.DataDir, bridge: c.Bridge, log: d.log}, nil
 }
 
 func meshConfig(c weaver.Config) wmesh.Config {
