@@ -165,4 +165,3 @@ func (s Status) WriteText(w io.Writer) {
 
 // ActiveCount is a helper for metrics: allocated addresses on this peer.
 func (s Status) ActiveCount() int { return s.ActiveIPs }
-
