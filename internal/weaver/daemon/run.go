@@ -55,10 +55,13 @@ func (d *daemon) spawn(f func()) {
 	}()
 }
 
-// Run starts weaver with cfg (already validated) and blocks until ctx is
+// Run validates cfg, starts weaver and blocks until ctx is
 // done, then shuts everything down in order and returns. The bridge is
 // left in place (weave reset removes it); the pid file is removed.
 func Run(ctx context.Context, cfg weaver.Config, log *slog.Logger) (err error) {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
 	d := &daemon{cfg: cfg, log: log}
 	ctx, cancel := context.WithCancel(ctx)
 	d.onStop(cancel)
@@ -99,12 +102,15 @@ func (d *daemon) logUnimplemented() {
 		d.log.Info("IPAM not implemented yet; --ipalloc-range is accepted but ignored", "range", c.IPAllocRange)
 	}
 	d.log.Info("fast datapath not implemented yet; using sleeve only", "no-fastdp", c.NoFastDP)
-	for flag, set := range map[string]bool{
-		"--ipalloc-init": c.IPAllocInit != "", "--docker-api": c.DockerAPI != "",
-		"--datapath": c.Datapath != "", "--plugin": c.Plugin, "--proxy": c.Proxy,
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"--ipalloc-init", c.IPAllocInit != ""}, {"--docker-api", c.DockerAPI != ""},
+		{"--datapath", c.Datapath != ""}, {"--plugin", c.Plugin}, {"--proxy", c.Proxy},
 	} {
-		if set {
-			d.log.Info("flag accepted for compatibility but not implemented yet", "flag", flag)
+		if f.set {
+			d.log.Info("flag accepted for compatibility but not implemented yet", "flag", f.name)
 		}
 	}
 }
