@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if port := os.Getenv(panicChildEnv); port != "" {
+		runPanicChild(port)
+	}
 	os.Exit(m.Run())
 }
 
