@@ -74,6 +74,8 @@ type Allocator struct {
 	shutdown  bool
 	lastError error // last ring merge failure, shown in status
 	lastSaved []byte
+	// lastRingTo rate-limits unconditional replies to unicast ring updates.
+	lastRingTo map[mesh.PeerName]time.Time
 }
 
 // New validates cfg, applies defaults, and restores persisted state.
@@ -84,14 +86,15 @@ func New(cfg Config) (*Allocator, error) {
 	}
 	u := cfg.Universe.Range()
 	a := &Allocator{
-		cfg:       cfg,
-		log:       cfg.Logger.With("component", "ipam"),
-		actions:   make(chan func()),
-		ring:      ring.New(u.Start, u.End, cfg.OurName),
-		space:     space.New(),
-		nicknames: map[mesh.PeerName]string{cfg.OurName: cfg.OurNickname},
-		owned:     map[string][]address.CIDR{},
-		tentative: map[address.Address]*takeover{},
+		cfg:        cfg,
+		log:        cfg.Logger.With("component", "ipam"),
+		actions:    make(chan func()),
+		ring:       ring.New(u.Start, u.End, cfg.OurName),
+		space:      space.New(),
+		nicknames:  map[mesh.PeerName]string{cfg.OurName: cfg.OurNickname},
+		owned:      map[string][]address.CIDR{},
+		tentative:  map[address.Address]*takeover{},
+		lastRingTo: map[mesh.PeerName]time.Time{},
 	}
 	a.lifecycle.quit = make(chan struct{})
 	a.lifecycle.done = make(chan struct{})

@@ -124,12 +124,17 @@ func (a *Allocator) mergeRing(src mesh.PeerName, theirs *ring.Ring, unicast bool
 	a.dropLostTakeovers()
 	a.syncSpace()
 	a.noteAcks(theirs)
-	// Anti-entropy: reply when the sender lacks something we have, and to a
-	// unicast that taught us something (that reply is the sender's ack).
-	// Each reply needs new information, so exchanges terminate.
-	if src != mesh.UnknownPeerName && src != a.cfg.OurName &&
-		(ringDiffers(a.ring, theirs) || (unicast && ringDiffers(before, theirs))) {
-		a.unicast(src, encodeUnicastState(a.state()))
+	// Anti-entropy: reply when the sender lacks something we have. A unicast
+	// is also answered when it taught us something or when we have not sent
+	// that peer our ring for a tick: the answer is the sender's
+	// acknowledgement (rmpeer waits for it), and the rate limit ends
+	// ping-pong.
+	if src == mesh.UnknownPeerName || src == a.cfg.OurName {
+		return nil
+	}
+	quiet := a.cfg.Clock.Now().Sub(a.lastRingTo[src]) >= a.cfg.TickInterval
+	if ringDiffers(a.ring, theirs) || (unicast && (ringDiffers(before, theirs) || quiet)) {
+		a.sendRing(src)
 	}
 	return nil
 }
@@ -181,8 +186,14 @@ func (a *Allocator) donate(src mesh.PeerName, r address.Range) {
 		a.log.Debug("donated IPAM space", "range", given, "peer", src)
 		a.broadcast()
 	}
-	a.unicast(src, encodeUnicastState(a.state()))
+	a.sendRing(src)
 	if !ok {
 		a.unicast(src, encodeRange(msgSpaceRequestDenied, r))
 	}
+}
+
+// sendRing unicasts our state to dst, noting when for the reply rate limit.
+func (a *Allocator) sendRing(dst mesh.PeerName) {
+	a.lastRingTo[dst] = a.cfg.Clock.Now()
+	a.unicast(dst, encodeUnicastState(a.state()))
 }

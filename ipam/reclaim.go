@@ -86,7 +86,7 @@ func (a *Allocator) checkTakeovers() {
 		for p := range t.need {
 			if !asked[p] && a.cfg.IsKnownPeer(p) {
 				asked[p] = true
-				a.unicast(p, encodeUnicastState(a.state()))
+				a.sendRing(p)
 			}
 		}
 	}

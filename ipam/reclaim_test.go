@@ -1,0 +1,132 @@
+package ipam
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/seedf75a49c6/weave/ipam/address"
+	"github.com/weaveworks/mesh"
+)
+
+// threePeers returns a ring split between peers 1, 2, 3 (3 being the one
+// that will die), each with one allocation.
+func threePeers(t *testing.T, seed uint64) (*memNet, *Allocator, *Allocator, *Allocator) {
+	n := newMemNet(t, seed)
+	a := n.addPeer(1, consensus(3))
+	b := n.addPeer(2, consensus(3))
+	x := n.addPeer(3, consensus(3))
+	for i, p := range []*Allocator{a, b, x} {
+		if r := n.allocate(p, string(rune('a'+i)), universe12); r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	return n, a, b, x
+}
+
+func kill(n *memNet, p *Allocator) {
+	p.Stop()
+	n.mu.Lock()
+	n.group[p.cfg.OurName] = 99
+	n.mu.Unlock()
+}
+
+func owns(a *Allocator, addr address.Address) bool {
+	var ok bool
+	_ = a.do(func() { ok = a.space.Owns(addr) })
+	return ok
+}
+
+func ownerIn(a *Allocator, addr address.Address) mesh.PeerName {
+	var o mesh.PeerName
+	_ = a.do(func() { o = a.ring.Owner(addr) })
+	return o
+}
+
+func xStart(x *Allocator) address.Address {
+	var s address.Address
+	_ = x.do(func() { s = x.ring.OwnedRanges()[0].Start })
+	return s
+}
+
+func TestRmpeerTakesOverAfterAck(t *testing.T) {
+	n, a, b, x := threePeers(t, 11)
+	xs := xStart(x)
+	if _, err := a.AdminTakeoverRanges("p3"); !errors.Is(err, ErrPeerReachable) {
+		t.Fatalf("rmpeer of a live peer: %v", err)
+	}
+	kill(n, x)
+	if _, err := a.AdminTakeoverRanges("nosuchpeer"); !errors.Is(err, ErrUnknownPeer) {
+		t.Fatalf("rmpeer of unknown peer: %v", err)
+	}
+	got, err := a.AdminTakeoverRanges("p3") // by nickname
+	if err != nil || got != 1<<20/4 {
+		t.Fatalf("takeover: %d %v", got, err)
+	}
+	n.round(5e9) // acknowledgements arrive within a tick
+	if !owns(a, xs) || ownerIn(b, xs) != a.cfg.OurName {
+		t.Fatalf("after ack: a owns %v, b sees owner %v", owns(a, xs), ownerIn(b, xs))
+	}
+	if st := a.Status(); st.Problem != "" {
+		t.Fatalf("status problem after confirmation: %s", st.Problem)
+	}
+}
+
+// TestConcurrentRmpeerNoDuplicates: rmpeer of the same dead peer on two
+// partitioned hosts. Neither may use the space until the other has
+// acknowledged; after the heal exactly one owns it.
+func TestConcurrentRmpeerNoDuplicates(t *testing.T) {
+	n, a, b, x := threePeers(t, 12)
+	xs := xStart(x)
+	kill(n, x)
+	n.mu.Lock()
+	n.group[a.cfg.OurName], n.group[b.cfg.OurName] = 1, 2
+	n.mu.Unlock()
+	if _, err := a.AdminTakeoverRanges(x.cfg.OurName.String()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AdminTakeoverRanges("p3"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		n.round(5e9)
+	}
+	if owns(a, xs) || owns(b, xs) {
+		t.Fatalf("unacknowledged takeover is usable: a %v b %v", owns(a, xs), owns(b, xs))
+	}
+	if st := a.Status(); st.Problem == "" {
+		t.Fatal("status does not say the takeover awaits acknowledgement")
+	}
+	n.mu.Lock()
+	delete(n.group, a.cfg.OurName)
+	delete(n.group, b.cfg.OurName)
+	n.mu.Unlock()
+	for i := 0; i < 3; i++ {
+		n.round(5e9)
+	}
+	if owns(a, xs) == owns(b, xs) {
+		t.Fatalf("after heal: a owns %v, b owns %v (want exactly one)", owns(a, xs), owns(b, xs))
+	}
+	if oa, ob := ownerIn(a, xs), ownerIn(b, xs); oa != ob {
+		t.Fatalf("rings disagree on owner: %v vs %v", oa, ob)
+	}
+}
+
+func TestShutdownHandsOver(t *testing.T) {
+	n, a, b, x := threePeers(t, 13)
+	as := xStart(a)
+	_ = x
+	if err := a.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	n.pump()
+	heir := ownerIn(b, as)
+	if heir == a.cfg.OurName || heir == mesh.UnknownPeerName {
+		t.Fatalf("a's space still owned by %v", heir)
+	}
+	if heir == b.cfg.OurName && !owns(b, as) {
+		t.Fatal("heir b did not add the space")
+	}
+	if r := n.allocate(a, "late", universe12); !errors.Is(r.err, ErrShutdown) {
+		t.Fatalf("allocate after shutdown: %v", r.err)
+	}
+}
