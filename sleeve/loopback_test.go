@@ -142,7 +142,7 @@ func awaitClosed(t *testing.T, ch <-chan struct{}, what string) {
 // awaitMTU polls Attrs (the MTU has no change event) until it settles.
 func awaitMTU(t *testing.T, f router.Forwarder, want int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for f.Attrs()["mtu"] != want {
 		if time.Now().After(deadline) {
 			t.Fatalf("mtu %v, want %d", f.Attrs()["mtu"], want)

@@ -138,6 +138,7 @@ func TestNetnsBinarySearchAndSelfFragmentation(t *testing.T) {
 	checkGoroutines(t)
 	timing := fastTiming
 	timing.MTUVerifyAttempts = 3
+	timing.MTUVerifyTimeout = 20 * time.Millisecond // a slow reply must not look like a lost probe
 	timing.FragTestInterval = time.Hour
 	s := netnsPair(t, nil, timing)
 	oa, fa, fb, hb := s.oa, s.fa, s.fb, s.hb
