@@ -20,7 +20,7 @@ func (tp *Topology) cleanup() {
 		tp.dumpDiagnostics()
 	}
 	tp.mu.Lock()
-	procs, containers := tp.procs, tp.containers
+	procs, namespaces := tp.procs, slices.Clone(tp.namespaces)
 	tp.mu.Unlock()
 	for _, p := range procs {
 		_ = p.Stop(syscall.SIGKILL)
@@ -28,15 +28,8 @@ func (tp *Topology) cleanup() {
 	for _, h := range tp.hosts {
 		tp.stopRouter(h)
 	}
-	var all []string
-	for _, c := range containers {
-		all = append(all, c.NS)
-	}
-	for _, h := range tp.hosts {
-		all = append(all, h.NS)
-	}
-	all = append(all, tp.Underlay)
-	for _, ns := range all {
+	slices.Reverse(namespaces) // containers, then hosts, then the underlay
+	for _, ns := range namespaces {
 		if err := deleteNS(ns); err != nil {
 			tp.t.Errorf("cleanup: %v", err)
 		}

@@ -75,6 +75,7 @@ type Topology struct {
 	hosts    []*Host
 
 	mu         sync.Mutex
+	namespaces []string // every namespace created, in creation order
 	containers []*Container
 	procs      []*Proc
 	cuts       map[[2]int]bool
@@ -126,6 +127,9 @@ func (tp *Topology) addNS(ns string) {
 	if out, err := run("ip", "netns", "add", ns); err != nil {
 		tp.t.Fatalf("add namespace %s: %v: %s", ns, err, out)
 	}
+	tp.mu.Lock()
+	tp.namespaces = append(tp.namespaces, ns)
+	tp.mu.Unlock()
 	tp.mustRun(ns, "ip", "link", "set", "lo", "up")
 	// No IPv6: keeps captures free of router solicitations and DAD.
 	tp.mustRun(ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
