@@ -15,7 +15,10 @@ import (
 	"testing"
 )
 
-const gobHelperEnv = "WEAVE_MESH_GOB_HELPER"
+const (
+	gobHelperEnv   = "WEAVE_MESH_GOB_HELPER"
+	emfileChildEnv = "WEAVE_MESH_EMFILE_CHILD"
+)
 
 func TestMain(m *testing.M) {
 	if os.Getenv(gobHelperEnv) != "" {
@@ -24,6 +27,9 @@ func TestMain(m *testing.M) {
 			os.Exit(3)
 		}
 		os.Exit(0)
+	}
+	if port := os.Getenv(emfileChildEnv); port != "" {
+		runEMFILEChild(port)
 	}
 	if port := os.Getenv(panicChildEnv); port != "" {
 		runPanicChild(port)

@@ -1,0 +1,110 @@
+package mesh
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	wmesh "github.com/weaveworks/mesh"
+)
+
+// TestAcceptLoopSpinsOnEMFILE documents router.go listenTCP: when Accept
+// fails (here EMFILE under a low RLIMIT_NOFILE) the loop logs and retries
+// at once, skipping the accept limiter, so it spins and floods the log.
+// The router runs in a child process with a file limit of 48.
+func TestAcceptLoopSpinsOnEMFILE(t *testing.T) {
+	port := freePort(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", emfileChildEnv, port))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	out := bufio.NewReader(stdout)
+	if line, err := out.ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("child not ready: %q %v %s", line, err, stderr.String())
+	}
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range 80 { // more than the child's fd limit; the kernel backlog takes the rest
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 5*time.Second)
+		if err != nil {
+			break
+		}
+		conns = append(conns, c)
+	}
+	var n int
+	if _, err := fmt.Fscanf(out, "emfile %d\n", &n); err != nil {
+		t.Fatalf("child report: %v\n%s", err, tail(stderr.String(), 2000))
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("child: %v\n%s", err, tail(stderr.String(), 2000))
+	}
+	t.Logf("accept loop logged EMFILE %d times within the child's 2 s life", n)
+	if n < 1000 {
+		t.Errorf("expected the accept loop to spin (>= 1000 EMFILE lines), got %d", n)
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+// runEMFILEChild runs in the child of TestAcceptLoopSpinsOnEMFILE.
+func runEMFILEChild(port string) {
+	var p int
+	fmt.Sscan(port, &p)
+	lim := syscall.Rlimit{Cur: 48, Max: 48}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	cfg := wmesh.Config{Host: "127.0.0.1", Port: p, ConnLimit: 8, ProtocolMinVersion: 1}
+	r, err := wmesh.NewRouter(cfg, wmesh.PeerName(0x020000000d06), "child", wmesh.NullOverlay{}, countingLogger{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	r.Start()
+	fmt.Println("ready")
+	time.Sleep(2 * time.Second)
+	fmt.Printf("emfile %d\n", emfileLines.Load())
+	os.Exit(0)
+}
+
+var emfileLines atomic.Int64
+
+// countingLogger counts the EMFILE lines instead of writing them: the
+// spinning loop produces hundreds of thousands per second.
+type countingLogger struct{}
+
+func (countingLogger) Printf(format string, args ...interface{}) {
+	if msg := fmt.Sprintf(format, args...); strings.Contains(msg, "too many open files") {
+		emfileLines.Add(1)
+	} else {
+		fmt.Fprintln(os.Stderr, msg)
+	}
+}
