@@ -67,7 +67,7 @@ func TestFrameIterRejectsTruncation(t *testing.T) {
 	}
 }
 
-func TestIPv4Fragmenting(t *testing.T) {
+func TestIPv4HeaderDetection(t *testing.T) {
 	frame := ipv4Frame(3000, false, 0)
 	ihl, df, ok := ipv4Header(frame)
 	if !ok || df || ihl != 20 {
