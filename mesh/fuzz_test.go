@@ -11,7 +11,7 @@ import (
 
 func FuzzDecodeFraming(f *testing.F) {
 	for _, v := range loadTCPVectors(f) {
-		if v.Unit == "features" || v.Unit == "message" {
+		if v.Unit == "features" || v.Unit == "message" || v.Unit == "sealed-message" {
 			f.Add(v.raw(f))
 		}
 	}

@@ -36,6 +36,9 @@ type vector struct {
 	OverlayIndex *int              `json:"overlay_index"`
 	ControlTag   *int              `json:"control_tag"`
 	ControlPay   string            `json:"control_payload"`
+	PublicKey    string            `json:"public_key"`
+	SealedLen    int               `json:"sealed_len"`
+	PlaintextLen int               `json:"plaintext_len"`
 }
 
 type vectorPeer struct {
@@ -61,7 +64,7 @@ func (v vector) String() string {
 func loadTCPVectors(t testing.TB) []vector {
 	t.Helper()
 	files, err := filepath.Glob("testdata/*.messages.jsonl")
-	if err != nil || len(files) < 2 {
+	if err != nil || len(files) < 3 {
 		t.Fatalf("vector files missing: %v %v", files, err)
 	}
 	var out []vector

@@ -47,7 +47,7 @@ func TestVectorsCoverEveryTCPUnit(t *testing.T) {
 		counts[key]++
 	}
 	for _, k := range []string{"protocol-header", "encryption-flag", "features", "tag0/", "tag4/topology",
-		"tag4/IPallocation", "tag6/IPallocation", "tag7/"} {
+		"tag4/IPallocation", "tag6/IPallocation", "tag7/", "encryption-flag+pubkey", "sealed-message"} {
 		if counts[k] == 0 {
 			t.Errorf("no vector of kind %s (have %v)", k, counts)
 		}
@@ -64,6 +64,10 @@ func TestVectorProtocolHeaderAndFlag(t *testing.T) {
 				t.Errorf("%v: got (%d,%d,%v), want (%d,%d)", v, lo, hi, err, v.MinVersion, v.MaxVersion)
 			}
 			equalBytes(t, v.String(), EncodeProtocolHeader(lo, hi), raw)
+		case "encryption-flag+pubkey":
+			if v.Flag == nil || *v.Flag != 1 || len(raw) != 33 || raw[0] != 1 || hex.EncodeToString(raw[1:]) != v.PublicKey {
+				t.Errorf("%v: flag+key bytes %x, recorded flag %v key %s", v, raw, v.Flag, v.PublicKey)
+			}
 		case "encryption-flag":
 			if v.Flag == nil || len(raw) != 1 || int(raw[0]) != *v.Flag || raw[0] != 0 {
 				t.Errorf("%v: flag bytes %x, recorded %v", v, raw, v.Flag)
@@ -86,6 +90,25 @@ func frameBody(t *testing.T, v vector) []byte {
 	}
 	equalBytes(t, v.String()+" framing", again, raw)
 	return body
+}
+
+// TestVectorSealedFraming checks the encrypted capture: the length prefix
+// stays in clear and every body is a secretbox (plaintext + 16 bytes).
+func TestVectorSealedFraming(t *testing.T) {
+	n := 0
+	for _, v := range loadTCPVectors(t) {
+		if v.Unit != "sealed-message" {
+			continue
+		}
+		n++
+		body := frameBody(t, v)
+		if len(body) != v.SealedLen || v.SealedLen != v.PlaintextLen+SealOverhead || v.PlaintextLen < 1 {
+			t.Errorf("%v: body %d, sealed %d, plaintext %d", v, len(body), v.SealedLen, v.PlaintextLen)
+		}
+	}
+	if n != 20 {
+		t.Errorf("checked %d sealed messages, want 20", n)
+	}
 }
 
 func TestVectorFeatures(t *testing.T) {
