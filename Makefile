@@ -41,13 +41,17 @@ demo: deps build ## three namespace hosts, encrypted, one link cut, pings and st
 bench: deps build ## iperf3/ping: direct veth vs sleeve plain vs sleeve encrypted, plus go benchmarks (root)
 	bash test/bench.sh
 
-lint: tidy-check ## gofmt, go vet, go mod tidy -diff, sh -n and shellcheck on the scripts
+lint: ## gofmt, go vet, sh -n and shellcheck on the scripts, then go mod tidy -diff
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	@for s in $(SCRIPTS); do [ ! -f $$s ] || sh -n $$s || exit 1; done
+	@for s in $(SCRIPTS); do \
+	  [ -f $$s ] || continue; \
+	  if head -1 $$s | grep -q bash; then bash -n $$s; else sh -n $$s; fi || exit 1; \
+	done
 	@if command -v shellcheck >/dev/null; then \
 	  for s in $(SCRIPTS); do [ ! -f $$s ] || shellcheck $$s || exit 1; done; \
 	else echo "shellcheck not installed; skipped"; fi
+	$(GO) mod tidy -diff
 
 tidy-check: ## fail when go.mod/go.sum are not tidy
 	$(GO) mod tidy -diff
