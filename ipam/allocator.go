@@ -73,7 +73,7 @@ type Allocator struct {
 	mine      []address.Range               // ring ranges our space was built from
 	shutdown  bool
 	lastError error // last ring merge failure, shown in status
-	lastSaved []byte
+	lastSaved string
 	// lastRingTo rate-limits unconditional replies to unicast ring updates.
 	lastRingTo map[mesh.PeerName]time.Time
 }

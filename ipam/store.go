@@ -5,6 +5,8 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/seedf75a49c6/weave/ipam/address"
@@ -207,17 +209,30 @@ func (a *Allocator) persist() {
 	for ident, cs := range a.owned {
 		p.Owned[ident] = OwnedData{IsContainer: true, Cidrs: cs}
 	}
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(p); err != nil {
-		a.log.Error("encode IPAM state", "err", err)
-		return
-	}
-	if bytes.Equal(buf.Bytes(), a.lastSaved) {
+	fp := fingerprint(p)
+	if fp == a.lastSaved {
 		return
 	}
 	if err := a.cfg.Store.Save(p); err != nil {
 		a.log.Error("persist IPAM state", "err", err)
 		return
 	}
-	a.lastSaved = buf.Bytes()
+	a.lastSaved = fp
+}
+
+// fingerprint is a deterministic digest of p (gob map order is random).
+func fingerprint(p *Persisted) string {
+	var b strings.Builder
+	if p.Ring != nil {
+		b.WriteString(p.Ring.String())
+	}
+	ids := make([]string, 0, len(p.Owned))
+	for id := range p.Owned {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		fmt.Fprintf(&b, "|%s=%v", id, p.Owned[id].Cidrs)
+	}
+	return b.String()
 }

@@ -1,0 +1,57 @@
+package ipam
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func do(t *testing.T, h http.Handler, method, url string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, url, nil))
+	b, _ := io.ReadAll(rec.Result().Body)
+	return rec.Code, string(b)
+}
+
+func TestHTTPRoutes(t *testing.T) {
+	n := newMemNet(t, 31)
+	a := n.addPeer(1, consensus(1))
+	n.addPeer(2, consensus(1))
+	h := a.Handler()
+	steps := []struct {
+		method, url string
+		code        int
+		body        string
+	}{
+		{"GET", "/ipinfo/defaultsubnet", 200, "10.32.0.0/12"},
+		{"GET", "/ring", 200, ""},
+		{"POST", "/ip/c1", 200, "10.32.0.1/12"},
+		{"POST", "/ip/c1", 200, "10.32.0.1/12"},
+		{"GET", "/ip/c1", 200, "10.32.0.1/12"},
+		{"POST", "/ip/c2/10.32.0.0/24", 200, "10.32.0.2/24"},
+		{"GET", "/ip/c2/10.32.0.0/24", 200, "10.32.0.2/24"},
+		{"PUT", "/ip/c3/10.32.0.200/12", 204, ""},
+		{"PUT", "/ip/c4/10.32.0.200/12", 409, "in use"},
+		{"PUT", "/ip/c4/10.32.0/12", 400, "parse CIDR"},
+		{"POST", "/ip/c5/10.32.0.1/12", 400, "not a network address"},
+		{"POST", "/ip/c5/192.168.0.0/24", 400, "outside"},
+		{"GET", "/ip", 200, `"containerid":"c1","addrs":["10.32.0.1/12"]`},
+		{"DELETE", "/ip/c1/10.32.0.1", 204, ""},
+		{"GET", "/ip/c1", 404, "no addresses"},
+		{"DELETE", "/ip/c2", 204, ""},
+		{"DELETE", "/ip/c3/not-an-ip", 400, ""},
+		{"DELETE", "/peer/nosuch", 404, "unknown peer"},
+		{"GET", "/status/ipam", 200, "(1 active)"},
+		{"DELETE", "/peer", 204, ""},
+		{"POST", "/ip/c9", 503, "handed its space over"},
+	}
+	for _, s := range steps {
+		code, body := do(t, h, s.method, s.url)
+		if code != s.code || !strings.Contains(body, s.body) {
+			t.Fatalf("%s %s = %d %q, want %d containing %q", s.method, s.url, code, body, s.code, s.body)
+		}
+	}
+}
