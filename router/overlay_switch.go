@@ -82,6 +82,7 @@ func (s *OverlaySwitch) PrepareConnection(params mesh.OverlayConnectionParams) (
 	}
 	subs := make([]Forwarder, len(common))
 	names := make([]string, len(common))
+	reasons := make([]string, len(common))
 	prepared := 0
 	for i, o := range common {
 		names[i] = o.Name()
@@ -90,6 +91,7 @@ func (s *OverlaySwitch) PrepareConnection(params mesh.OverlayConnectionParams) (
 		fwd, err := o.PrepareConnection(p)
 		if err != nil {
 			s.log.Warn("overlay cannot prepare connection", "overlay", o.Name(), "peer", remoteStr, "err", err)
+			reasons[i] = err.Error()
 			continue
 		}
 		subs[i] = fwd
@@ -98,7 +100,9 @@ func (s *OverlaySwitch) PrepareConnection(params mesh.OverlayConnectionParams) (
 	if prepared == 0 {
 		return nil, fmt.Errorf("prepare connection to %s: no overlay could prepare it", remoteStr)
 	}
-	return newSwitchForwarder(s, remote, remoteStr, names, subs, false), nil
+	f := newSwitchForwarder(s, remote, remoteStr, names, subs, false)
+	copy(f.reasons, reasons)
+	return f, nil
 }
 
 func (s *OverlaySwitch) prepareCompat(params mesh.OverlayConnectionParams) (mesh.OverlayConnection, error) {

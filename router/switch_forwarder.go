@@ -38,6 +38,7 @@ type SwitchForwarder struct {
 
 	mu          sync.Mutex
 	state       []subState
+	reasons     []string // why a sub-forwarder failed to prepare or failed
 	best        int
 	confirmed   bool
 	stopped     bool
@@ -55,6 +56,7 @@ func newSwitchForwarder(sw *OverlaySwitch, peer mesh.PeerName, peerStr string, n
 	f := &SwitchForwarder{
 		sw: sw, peer: peer, peerStr: peerStr, compat: compat, names: names, subs: subs,
 		state:         make([]subState, len(subs)),
+		reasons:       make([]string, len(subs)),
 		best:          -1,
 		establishedCh: make(chan struct{}),
 		errCh:         make(chan error, 1),
@@ -132,6 +134,7 @@ func (f *SwitchForwarder) subFailed(i int, err error) {
 	f.sw.log.Warn("overlay forwarder failed", "overlay", f.names[i], "peer", f.peerStr, "err", err)
 	f.mu.Lock()
 	f.state[i].alive = false
+	f.reasons[i] = err.Error()
 	f.chooseBestLocked()
 	none := f.best < 0 && !f.stopped
 	f.mu.Unlock()
@@ -254,15 +257,61 @@ func (f *SwitchForwarder) ControlMessage(tag byte, msg []byte) {
 	f.subs[i].ControlMessage(msg[1], msg[2:])
 }
 
-// Attrs implements mesh.OverlayConnection: the best sub-forwarder's attrs.
+// FallbackReasoner may be implemented by a Forwarder that can explain
+// why it is not in use (e.g. fastdp: "UDP 6784 blocked"). It returns ""
+// when the forwarder is usable.
+type FallbackReasoner interface {
+	FallbackReason() string
+}
+
+// FallbackAttr is the Attrs key naming why a preferred overlay is not the
+// one in use: "<overlay>: <reason>".
+const FallbackAttr = "fallback"
+
+// Attrs implements mesh.OverlayConnection: the best sub-forwarder's attrs,
+// plus FallbackAttr when a preferred overlay is not the one in use.
 func (f *SwitchForwarder) Attrs() map[string]any {
 	f.mu.Lock()
 	best := f.best
+	fallback := f.fallbackLocked(best)
 	f.mu.Unlock()
 	if best < 0 {
 		return nil
 	}
-	return f.subs[best].Attrs()
+	attrs := f.subs[best].Attrs()
+	if fallback == "" {
+		return attrs
+	}
+	out := make(map[string]any, len(attrs)+1)
+	for k, v := range attrs {
+		out[k] = v
+	}
+	out[FallbackAttr] = fallback
+	return out
+}
+
+// fallbackLocked explains why the first overlay before best is not used.
+func (f *SwitchForwarder) fallbackLocked(best int) string {
+	for i := 0; i < best; i++ {
+		reason := f.reasons[i]
+		if reason == "" && f.subs[i] != nil {
+			if r, ok := f.subs[i].(FallbackReasoner); ok {
+				reason = r.FallbackReason()
+			}
+		}
+		if reason == "" {
+			switch {
+			case f.state[i].onHold:
+				reason = "on hold"
+			case !f.state[i].established:
+				reason = "not established"
+			}
+		}
+		if reason != "" {
+			return f.names[i] + ": " + reason
+		}
+	}
+	return ""
 }
 
 // Peer returns the remote peer's name.
