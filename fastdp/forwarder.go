@@ -149,6 +149,7 @@ func (f *forwarder) setupDevice() (PacketConn, error) {
 // device over: this forwarder stops using it.
 func (f *forwarder) supersede() {
 	f.superseded.Store(true)
+	f.setReason(errSuperseded.Error())
 	f.usable.Store(false)
 	if c := f.conn.Load(); c != nil {
 		_ = (*c).Close()

@@ -110,6 +110,9 @@ func (o *Overlay) PrepareConnection(p mesh.OverlayConnectionParams) (router.Forw
 	if p.SessionKey != nil {
 		return nil, ErrEncryptionRequired
 	}
+	if !p.RemotePeer.HasShortID {
+		return nil, errors.New("peer has no short ID (protocol version 1)")
+	}
 	local, remote, err := underlayAddrs(p)
 	if err != nil {
 		return nil, err
