@@ -181,7 +181,11 @@ func (netlinkKernel) Links(prefix string) ([]string, error) {
 }
 
 func (netlinkKernel) OpenPacket(dev string) (PacketConn, error) {
-	return openPacket(dev)
+	c, err := openPacket(dev)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // packetConn is an AF_PACKET socket bound to one device, registered with

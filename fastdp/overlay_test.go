@@ -27,9 +27,17 @@ type testHost struct {
 
 func newTestHost(t *testing.T, n *fakeNet, name mesh.PeerName, short mesh.PeerShortID, ip string) *testHost {
 	t.Helper()
-	h := &testHost{name: name, short: short, ip: net.ParseIP(ip), k: newFakeKernel(n)}
+	k := newFakeKernel(n)
+	h := newHostWith(t, k, name, short, ip)
+	h.k = k
+	return h
+}
+
+func newHostWith(t *testing.T, k Kernel, name mesh.PeerName, short mesh.PeerShortID, ip string) *testHost {
+	t.Helper()
+	h := &testHost{name: name, short: short, ip: net.ParseIP(ip)}
 	o, err := New(Config{
-		LocalShortID: func() mesh.PeerShortID { return short }, Kernel: h.k,
+		LocalShortID: func() mesh.PeerShortID { return short }, Kernel: k,
 		HeartbeatInterval: 20 * time.Millisecond, FastHeartbeat: 5 * time.Millisecond, HeartbeatTimeout: 150 * time.Millisecond,
 	}, name)
 	if err != nil {
