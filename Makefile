@@ -12,8 +12,12 @@ SCRIPTS   := weave test/deps.sh test/demo.sh test/bench.sh .ci/run
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build bin/weaver and bin/weaveutil
-	$(GO) build -o bin/ ./prog/...
+MODULE  := github.com/seedf75a49c6/weave
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unreleased)
+LDFLAGS := -X $(MODULE)/internal/weaver.Version=$(VERSION) -X $(MODULE)/internal/cli.Version=$(VERSION)
+
+build: ## build bin/weaver and bin/weaveutil (version from git describe)
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./prog/...
 
 deps: ## install test/demo/bench tools with apt-get when missing
 	@sh test/deps.sh
