@@ -31,6 +31,15 @@ type HealthNotifier interface {
 	HealthChannel() <-chan bool
 }
 
+// FeatureAdder may be implemented by an Overlay that advertises extra
+// connection features of its own (e.g. sleeve's "SleeveJumbo"). The switch's
+// AddFeaturesTo calls it on each overlay after setting "Overlays"; the
+// overlay reads the remote's answer from the params.Features that
+// PrepareConnection receives. Peers that do not know a feature ignore it.
+type FeatureAdder interface {
+	AddFeaturesTo(features map[string]string)
+}
+
 // OverlaySwitch is the mesh.Overlay that offers every registered Overlay to
 // each mesh connection and forwards over the best established one.
 type OverlaySwitch struct {
@@ -65,6 +74,11 @@ func (s *OverlaySwitch) AddFeaturesTo(features map[string]string) {
 		names[i] = o.Name()
 	}
 	features[OverlaysFeature] = strings.Join(names, " ")
+	for _, o := range s.overlays {
+		if fa, ok := o.(FeatureAdder); ok {
+			fa.AddFeaturesTo(features)
+		}
+	}
 }
 
 // PrepareConnection implements mesh.Overlay.

@@ -249,3 +249,20 @@ func TestSwitchSkipsOverlayThatCannotPrepare(t *testing.T) {
 		t.Fatalf("overlay stops fastdp=%d sleeve=%d, want 1/1", fast.stopped, sleeve.stopped)
 	}
 }
+
+// featureOverlay is a fakeOverlay that also advertises a feature.
+type featureOverlay struct{ fakeOverlay }
+
+var _ FeatureAdder = (*featureOverlay)(nil)
+
+func (o *featureOverlay) AddFeaturesTo(f map[string]string) { f["SleeveJumbo"] = "1" }
+
+func TestSwitchAsksFeatureAddersForTheirFeatures(t *testing.T) {
+	fast, sl := &fakeOverlay{name: "fastdp"}, &featureOverlay{fakeOverlay{name: "sleeve"}}
+	sw := NewOverlaySwitch(nil, fast, sl)
+	f := map[string]string{}
+	sw.AddFeaturesTo(f)
+	if f["Overlays"] != "fastdp sleeve" || f["SleeveJumbo"] != "1" || len(f) != 2 {
+		t.Fatalf("features = %v, want Overlays and SleeveJumbo only", f)
+	}
+}
