@@ -52,9 +52,6 @@ type Config struct {
 	// HeartbeatTimeout puts a link on hold when no heartbeat or ack
 	// arrived for this long; default 3 x HeartbeatInterval.
 	HeartbeatTimeout time.Duration
-	// Encryption is set when weaver has a password: encrypted (untrusted)
-	// links then refuse VXLAN, as there is no kernel crypto path.
-	Encryption bool
 }
 
 func (c Config) withDefaults() Config {

@@ -43,7 +43,7 @@ type Config struct {
 	HTTPAddr           string         // --http-addr: full API; "/path" = unix socket; default 127.0.0.1:6784
 	StatusAddr         string         // --status-addr: read-only API; "" = off
 	Bridge             string         // --weave-bridge: default "weave"
-	MTU                int            // --mtu: bridge MTU; 0 = 65535 (sleeve mode)
+	MTU                int            // --mtu: bridge MTU; 0 = underlay MTU - 50 (fast path) or 65535 (--no-fastdp)
 	LogLevel           string         // --log-level: debug, info, warning, error; default info
 	PktDebug           bool           // --pkt-debug: per-frame debug logs
 	DataDir            string         // --data-dir: default $WEAVE_DATA_DIR or /var/lib/weave
@@ -53,7 +53,7 @@ type Config struct {
 	IPAllocRange         string // --ipalloc-range: default 10.32.0.0/12; "" = IPAM off
 	IPAllocInit          string // --ipalloc-init
 	IPAllocDefaultSubnet string // --ipalloc-default-subnet
-	NoFastDP             bool   // --no-fastdp
+	NoFastDP             bool   // --no-fastdp: sleeve only (see fastdp)
 	NoBridgedFastDP      bool   // --no-bridged-fastdp
 	DockerAPI            string // --docker-api
 	NoDNS                bool   // --no-dns

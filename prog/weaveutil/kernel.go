@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 
 	"github.com/seedf75a49c6/weave/internal/cli"
 	"github.com/seedf75a49c6/weave/internal/netdev"
+	"github.com/vishvananda/netlink"
 )
 
 // netdevKernel adapts internal/netdev to cli.Kernel.
@@ -30,7 +32,33 @@ func (netdevKernel) ContainerAddrs(ns, ifName string) (net.HardwareAddr, []netip
 	return netdev.ContainerAddrs(ns, ifName)
 }
 
-func (netdevKernel) DestroyBridge(name string) error     { return netdev.DestroyBridge(name) }
+// DestroyBridge also deletes the fast path's vxw-* VXLAN devices (and so
+// their FDB entries), which are not container veths.
+func (netdevKernel) DestroyBridge(name string) error {
+	return errors.Join(destroyVXLAN(), netdev.DestroyBridge(name))
+}
+
+// vxlanPrefix is fastdp.DevicePrefix; weaveutil (also the CNI binary)
+// does not import the fastdp package.
+const vxlanPrefix = "vxw-"
+
+// destroyVXLAN deletes every vxw-* VXLAN device the fast path created.
+func destroyVXLAN() error {
+	links, err := netlink.LinkList()
+	if err != nil {
+		return fmt.Errorf("list links: %w", err)
+	}
+	var errs []error
+	for _, l := range links {
+		if l.Type() == "vxlan" && strings.HasPrefix(l.Attrs().Name, vxlanPrefix) {
+			if err := netlink.LinkDel(l); err != nil {
+				errs = append(errs, fmt.Errorf("delete vxlan device %s: %w", l.Attrs().Name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 func (netdevKernel) RemoveIPTables(bridge string) error  { return netdev.RemoveIPTables(bridge) }
 func (netdevKernel) Hide(b string, a netip.Prefix) error { return netdev.Hide(b, a) }
 

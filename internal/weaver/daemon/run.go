@@ -30,6 +30,7 @@ type daemon struct {
 	cleanups []func()
 	wg       sync.WaitGroup
 	pid      *weaver.PIDFile // released last, once everything is down
+	mtu      int             // bridge (and fast path) MTU
 }
 
 func (d *daemon) onStop(f func()) { d.cleanups = append(d.cleanups, f) }
@@ -101,7 +102,6 @@ func (d *daemon) logUnimplemented() {
 	if c.IPAMEnabled() {
 		d.log.Info("IPAM not implemented yet; --ipalloc-range is accepted but ignored", "range", c.IPAllocRange)
 	}
-	d.log.Info("fast datapath not implemented yet; using sleeve only", "no-fastdp", c.NoFastDP)
 	for _, f := range []struct {
 		name string
 		set  bool
@@ -122,7 +122,8 @@ func (d *daemon) setupHost(ctx context.Context, name wmesh.PeerName) error {
 	if err != nil {
 		return fmt.Errorf("parse peer name %s as MAC: %w", name, err)
 	}
-	bc := netdev.BridgeConfig{Name: d.cfg.Bridge, MAC: mac, MTU: d.cfg.BridgeMTU()}
+	d.mtu = d.bridgeMTU()
+	bc := netdev.BridgeConfig{Name: d.cfg.Bridge, MAC: mac, MTU: d.mtu}
 	if err := netdev.EnsureBridge(bc); err != nil {
 		return fmt.Errorf("set up bridge %s: %w", d.cfg.Bridge, err)
 	}
@@ -146,9 +147,11 @@ func (d *daemon) startDataPlane(name wmesh.PeerName) (*backend, error) {
 		return nil, fmt.Errorf("start sleeve on port %d: %w", c.Port, err)
 	}
 	d.onStop(sl.Stop)
+	ref := &meshRef{}
+	overlays := append(d.fastPath(name, ref, d.mtu), sl)
 	nr := router.NewNetworkRouter(router.Config{
 		Logger: d.log.With("component", "router"), MACMaxAge: macMaxAge, PktDebug: c.PktDebug,
-	}, sl)
+	}, overlays...)
 	fh.r.Store(nr)
 	d.onStop(nr.Stop)
 	mr, err := wmesh.NewRouter(meshConfig(c), name, c.NickName, nr.MeshOverlay(),
@@ -156,6 +159,7 @@ func (d *daemon) startDataPlane(name wmesh.PeerName) (*backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create mesh router: %w", err)
 	}
+	ref.r.Store(mr)
 	d.onStop(func() { _ = mr.Stop() })
 	h, err := capture.Open(netdev.DefaultPcapIface)
 	if err != nil {
