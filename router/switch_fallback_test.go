@@ -20,7 +20,7 @@ func TestSwitchAttrsNameFallbackReason(t *testing.T) {
 	_, f, ff, sf, _, _ := prepared(t)
 	sf.establish()
 	eventually(t, "sleeve best", func() bool { return attrName(f) == "sleeve" })
-	if got := fallbackOf(f); got != "fastdp: not established" {
+	if got := fallbackOf(f); got != "fastdp(not established)" {
 		t.Fatalf("fallback = %v, want fastdp: not established", got)
 	}
 	ff.establish()
@@ -30,11 +30,11 @@ func TestSwitchAttrsNameFallbackReason(t *testing.T) {
 	}
 	ff.health <- false
 	eventually(t, "sleeve while on hold", func() bool { return attrName(f) == "sleeve" })
-	if got := fallbackOf(f); got != "fastdp: on hold" {
+	if got := fallbackOf(f); got != "fastdp(on hold)" {
 		t.Fatalf("fallback = %v, want fastdp: on hold", got)
 	}
 	ff.errc <- errors.New("device gone")
-	eventually(t, "failure reason", func() bool { return fallbackOf(f) == "fastdp: device gone" })
+	eventually(t, "failure reason", func() bool { return fallbackOf(f) == "fastdp(device gone)" })
 }
 
 func TestSwitchAttrsUseReasonerAndPrepareError(t *testing.T) {
@@ -51,7 +51,7 @@ func TestSwitchAttrsUseReasonerAndPrepareError(t *testing.T) {
 	f.Confirm()
 	sleeve.last().establish()
 	eventually(t, "sleeve best", func() bool { return attrName(f) == "sleeve" })
-	if got := fallbackOf(f); got != "vxlan: encryption required" {
+	if got := fallbackOf(f); got != "vxlan(encryption required)" {
 		t.Fatalf("fallback = %v", got)
 	}
 
@@ -64,7 +64,7 @@ func TestSwitchAttrsUseReasonerAndPrepareError(t *testing.T) {
 	f2.Confirm()
 	sf.establish()
 	eventually(t, "sleeve best", func() bool { return attrName(f2) == "sleeve" })
-	if got := fallbackOf(f2); got != "vxlan: UDP 6784 blocked" {
+	if got := fallbackOf(f2); got != "vxlan(UDP 6784 blocked)" {
 		t.Fatalf("fallback = %v", got)
 	}
 	if attrName(f2) != "sleeve" {

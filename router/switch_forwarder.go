@@ -265,7 +265,8 @@ type FallbackReasoner interface {
 }
 
 // FallbackAttr is the Attrs key naming why a preferred overlay is not the
-// one in use: "<overlay>: <reason>".
+// one in use: "<overlay>(<reason>)". The parentheses keep the reason
+// readable in Weave's status text, which joins attrs with no separator.
 const FallbackAttr = "fallback"
 
 // Attrs implements mesh.OverlayConnection: the best sub-forwarder's attrs,
@@ -308,7 +309,7 @@ func (f *SwitchForwarder) fallbackLocked(best int) string {
 			}
 		}
 		if reason != "" {
-			return f.names[i] + ": " + reason
+			return f.names[i] + "(" + reason + ")"
 		}
 	}
 	return ""
