@@ -8,7 +8,9 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"time"
 
+	"github.com/seedf75a49c6/weave/ipam"
 	wmesh "github.com/weaveworks/mesh"
 )
 
@@ -49,17 +51,21 @@ type Config struct {
 	DataDir            string         // --data-dir: default $WEAVE_DATA_DIR or /var/lib/weave
 	RunDir             string         // --run-dir: default $WEAVE_RUN_DIR or /run/weave
 
-	// Accepted for compatibility with Weave's flags; not implemented yet.
 	IPAllocRange         string // --ipalloc-range: default 10.32.0.0/12; "" = IPAM off
-	IPAllocInit          string // --ipalloc-init
-	IPAllocDefaultSubnet string // --ipalloc-default-subnet
-	NoFastDP             bool   // --no-fastdp: sleeve only (see fastdp)
-	NoBridgedFastDP      bool   // --no-bridged-fastdp
-	DockerAPI            string // --docker-api
-	NoDNS                bool   // --no-dns
-	Datapath             string // --datapath
-	Plugin               bool   // --plugin
-	Proxy                bool   // --proxy
+	IPAllocInit          string // --ipalloc-init: consensus[=N] (default, N = targets+1), seed=PEER,..., observer
+	IPAllocDefaultSubnet string // --ipalloc-default-subnet: default the whole range
+	// IPAllocConsensusTimeout (--ipalloc-consensus-timeout) bounds how long an
+	// allocation waits for the ring to be created; 0 = 60 s.
+	IPAllocConsensusTimeout time.Duration
+
+	// Accepted for compatibility with Weave's flags; not implemented yet.
+	NoFastDP        bool   // --no-fastdp: sleeve only (see fastdp)
+	NoBridgedFastDP bool   // --no-bridged-fastdp
+	DockerAPI       string // --docker-api
+	NoDNS           bool   // --no-dns
+	Datapath        string // --datapath
+	Plugin          bool   // --plugin
+	Proxy           bool   // --proxy
 }
 
 // DefaultConfig returns the defaults; getenv supplies WEAVE_PASSWORD,
@@ -183,6 +189,12 @@ func (c *Config) validateLocal() error {
 }
 
 func (c *Config) validateIPAM() error {
+	if c.IPAllocConsensusTimeout < 0 {
+		return fmt.Errorf("--ipalloc-consensus-timeout: invalid value %s (want >= 0)", c.IPAllocConsensusTimeout)
+	}
+	if _, err := ipam.ParseInit(c.IPAllocInit); err != nil {
+		return err
+	}
 	if c.IPAllocRange == "" {
 		if c.IPAllocDefaultSubnet != "" {
 			return fmt.Errorf("--ipalloc-default-subnet: %q needs --ipalloc-range", c.IPAllocDefaultSubnet)

@@ -30,9 +30,12 @@ type APIConfig struct {
 	Backend  Backend
 	Logger   *slog.Logger
 	ReadOnly bool   // serve only /status*, /report and /metrics (--status-addr)
-	IPAM     string // IPAM range ("" = IPAM off); IPAM itself is not implemented yet
+	IPAM     string // IPAM range ("" = IPAM off)
 	// IPAMDefaultSubnet is shown in the status text; default IPAM.
 	IPAMDefaultSubnet string
+	// IPAMHandler serves the allocator's routes (/ip..., /ipinfo/..., /ring,
+	// DELETE /peer[/{id}], GET /status/ipam); nil while IPAM does not run.
+	IPAMHandler http.Handler
 }
 
 type api struct {
@@ -42,9 +45,9 @@ type api struct {
 const (
 	textContentType = "text/plain; charset=utf-8"
 	maxBodyBytes    = 1 << 20
-	// IPAMNotImplemented is the body of /status/ipam while IPAM is on but
-	// not implemented.
-	IPAMNotImplemented = "ipam: not implemented yet"
+	// IPAMNotRunning is the body of /status/ipam while IPAM is on but the
+	// allocator is not (yet) running.
+	IPAMNotRunning = "ipam: not running"
 )
 
 // NewAPIHandler returns the weaver HTTP API (see docs/http-api.md).
@@ -64,6 +67,11 @@ func NewAPIHandler(cfg APIConfig) http.Handler {
 	mux.HandleFunc("GET /status/dns", a.statusDNS)
 	mux.HandleFunc("GET /report", a.report)
 	mux.HandleFunc("GET /metrics", a.metrics)
+	if !cfg.ReadOnly && cfg.IPAMHandler != nil {
+		for _, p := range []string{"/ip", "/ip/", "/ipinfo/", "GET /ring", "DELETE /peer/{id}"} {
+			mux.Handle(p, cfg.IPAMHandler)
+		}
+	}
 	if !cfg.ReadOnly {
 		mux.HandleFunc("POST /connect", a.connect)
 		mux.HandleFunc("POST /forget", a.forget)
@@ -117,7 +125,7 @@ func (a *api) ipamSummary() *IPAMSummary {
 	if def == "" {
 		def = a.cfg.IPAM
 	}
-	return &IPAMSummary{Status: "not implemented yet", Range: a.cfg.IPAM, DefaultSubnet: def}
+	return &IPAMSummary{Status: "not running", Range: a.cfg.IPAM, DefaultSubnet: def}
 }
 
 func (a *api) status(w http.ResponseWriter, r *http.Request) {
@@ -125,8 +133,12 @@ func (a *api) status(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	sum := rep.IPAMSummary
+	if sum == nil {
+		sum = a.ipamSummary()
+	}
 	var b bytes.Buffer
-	_ = WriteStatus(&b, &rep, a.ipamSummary())
+	_ = WriteStatus(&b, &rep, sum)
 	writeText(w, http.StatusOK, b.String())
 }
 
@@ -147,7 +159,11 @@ func (a *api) statusIPAM(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusServiceUnavailable, "IPAM disabled\n")
 		return
 	}
-	writeText(w, http.StatusServiceUnavailable, IPAMNotImplemented+"\n")
+	if a.cfg.IPAMHandler == nil {
+		writeText(w, http.StatusServiceUnavailable, IPAMNotRunning+"\n")
+		return
+	}
+	a.cfg.IPAMHandler.ServeHTTP(w, r)
 }
 
 func (a *api) statusDNS(w http.ResponseWriter, r *http.Request) {
@@ -243,6 +259,10 @@ func (a *api) forget(w http.ResponseWriter, r *http.Request) {
 // deletePeer is `weave reset`'s "give my IP space away"; without IPAM
 // there is nothing to hand over.
 func (a *api) deletePeer(w http.ResponseWriter, r *http.Request) {
+	if a.cfg.IPAMHandler != nil {
+		a.cfg.IPAMHandler.ServeHTTP(w, r)
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 

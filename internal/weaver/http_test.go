@@ -122,7 +122,7 @@ func TestAPIStatusTexts(t *testing.T) {
 		"    Connections: 3 (1 established, 1 failed, 1 connecting)\n",
 		"          Peers: 1 (with 1 established connections)\n",
 		"        Targets: 2\n",
-		"        Service: ipam\n         Status: not implemented yet\n          Range: 10.32.0.0/12\n",
+		"        Service: ipam\n         Status: not running\n          Range: 10.32.0.0/12\n",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("GET /status lacks %q:\n%s", want, body)
@@ -155,7 +155,7 @@ func TestAPIStatusNotReady(t *testing.T) {
 
 func TestAPIStatusIPAM(t *testing.T) {
 	a := newAPITest(t, nil)
-	if code, _, body := a.do("GET", "/status/ipam", ""); code != 503 || body != "ipam: not implemented yet\n" {
+	if code, _, body := a.do("GET", "/status/ipam", ""); code != 503 || body != "ipam: not running\n" {
 		t.Errorf("ipam on: %d %q", code, body)
 	}
 	a = newAPITest(t, func(c *APIConfig) { c.IPAM = "" })
@@ -164,6 +164,46 @@ func TestAPIStatusIPAM(t *testing.T) {
 	}
 	if _, _, body := a.do("GET", "/status", ""); strings.Contains(body, "ipam") {
 		t.Errorf("status mentions ipam while off:\n%s", body)
+	}
+}
+
+// TestAPIIPAMRoutes checks that the allocator's routes reach IPAMHandler on
+// the full API only, and that the status text and gauges come from the report.
+func TestAPIIPAMRoutes(t *testing.T) {
+	var got []string
+	ipamH := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Method+" "+r.URL.Path)
+		_, _ = w.Write([]byte("ipam"))
+	})
+	a := newAPITest(t, func(c *APIConfig) { c.IPAMHandler = ipamH })
+	a.be.rep.IPAMSummary = &IPAMSummary{Status: "awaiting consensus (quorum: 2, known: 1)", Range: "10.32.0.0/12", DefaultSubnet: "10.32.0.0/12"}
+	a.be.rep.IPAMMetrics = &IPAMMetrics{LocalUsed: 3, MaxIPs: 1 << 20, UnreachablePercent: 12.5}
+	reqs := []string{"POST /ip/c1", "PUT /ip/c1/10.32.0.1/12", "GET /ip", "DELETE /ip/c1", "GET /ipinfo/defaultsubnet",
+		"GET /ring", "DELETE /peer", "DELETE /peer/aa:00:00:00:00:02", "GET /status/ipam"}
+	for _, r := range reqs {
+		m, p, _ := strings.Cut(r, " ")
+		if code, _, body := a.do(m, p, ""); code != 200 || body != "ipam" {
+			t.Errorf("%s: %d %q, want the IPAM handler", r, code, body)
+		}
+	}
+	if strings.Join(got, ",") != strings.Join(reqs, ",") {
+		t.Errorf("IPAM handler saw %q", got)
+	}
+	if _, _, body := a.do("GET", "/status", ""); !strings.Contains(body, "         Status: awaiting consensus (quorum: 2, known: 1)\n") {
+		t.Errorf("status lacks the allocator state:\n%s", body)
+	}
+	_, _, body := a.do("GET", "/metrics", "")
+	for _, want := range []string{"weave_ips{state=\"local-used\"} 3\n", "weave_max_ips 1048576\n", "weave_ipam_unreachable_percentage 12.5\n"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	ro := newAPITest(t, func(c *APIConfig) { c.IPAMHandler = ipamH; c.ReadOnly = true })
+	if code, _, _ := ro.do("POST", "/ip/c1", ""); code != http.StatusNotFound {
+		t.Errorf("read-only POST /ip/c1 = %d, want 404", code)
+	}
+	if code, _, body := ro.do("GET", "/status/ipam", ""); code != 200 || body != "ipam" {
+		t.Errorf("read-only /status/ipam = %d %q", code, body)
 	}
 }
 

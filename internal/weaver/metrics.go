@@ -36,6 +36,9 @@ func WriteMetrics(w io.Writer, rep *Report) error {
 	}
 	header("weave_flows", "gauge", "Number of flows in the kernel datapath (fast datapath only).")
 	b.WriteString("weave_flows 0\n")
+	if m := rep.IPAMMetrics; m != nil {
+		writeIPAMMetrics(&b, header, m)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -72,4 +75,19 @@ func connectionKey(c ConnectionReport) connKey {
 		k.encryption = "yes"
 	}
 	return k
+}
+
+func writeIPAMMetrics(b *strings.Builder, header func(name, typ, help string), m *IPAMMetrics) {
+	header("weave_ipam_pending_allocates", "gauge", "Number of pending allocates.")
+	fmt.Fprintf(b, "weave_ipam_pending_allocates %d\n", m.PendingAllocates)
+	header("weave_ipam_pending_claims", "gauge", "Number of pending claims.")
+	fmt.Fprintf(b, "weave_ipam_pending_claims %d\n", m.PendingClaims)
+	header("weave_ipam_unreachable_count", "gauge", "Number of unreachable peers.")
+	fmt.Fprintf(b, "weave_ipam_unreachable_count %d\n", m.UnreachableCount)
+	header("weave_ipam_unreachable_percentage", "gauge", "Percentage of IP addresses owned  by unreachable peers.")
+	fmt.Fprintf(b, "weave_ipam_unreachable_percentage %g\n", m.UnreachablePercent)
+	header("weave_ips", "gauge", "Number of IP addresses.")
+	fmt.Fprintf(b, "weave_ips{state=\"local-used\"} %d\n", m.LocalUsed)
+	header("weave_max_ips", "gauge", "Size of IP address space used by allocator.")
+	fmt.Fprintf(b, "weave_max_ips %d\n", m.MaxIPs)
 }

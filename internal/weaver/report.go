@@ -17,6 +17,22 @@ type Report struct {
 	Router       RouterReport
 	IPAM         any `json:",omitempty"`
 	DNS          any `json:",omitempty"`
+
+	// IPAMSummary feeds the ipam section of `weave status` and IPAMMetrics
+	// the weave_ips / weave_ipam_* gauges; both nil when IPAM is off. They
+	// are not part of Weave's JSON.
+	IPAMSummary *IPAMSummary `json:"-"`
+	IPAMMetrics *IPAMMetrics `json:"-"`
+}
+
+// IPAMMetrics are the allocator's Prometheus gauges, as Weave 2.8.1 names them.
+type IPAMMetrics struct {
+	LocalUsed          int     // weave_ips{state="local-used"}
+	MaxIPs             int     // weave_max_ips: size of the range
+	PendingAllocates   int     // weave_ipam_pending_allocates
+	PendingClaims      int     // weave_ipam_pending_claims
+	UnreachableCount   int     // weave_ipam_unreachable_count
+	UnreachablePercent float64 // weave_ipam_unreachable_percentage
 }
 
 // VersionCheck is always disabled: weaver never phones home.

@@ -10,6 +10,7 @@ import (
 	"github.com/seedf75a49c6/weave/internal/capture"
 	"github.com/seedf75a49c6/weave/internal/netdev"
 	"github.com/seedf75a49c6/weave/internal/weaver"
+	"github.com/seedf75a49c6/weave/ipam"
 	"github.com/seedf75a49c6/weave/router"
 	wmesh "github.com/weaveworks/mesh"
 )
@@ -23,6 +24,7 @@ type backend struct {
 	bridge  string
 	log     *slog.Logger
 	ready   atomic.Bool
+	ipam    *ipam.Allocator // nil when IPAM is off
 }
 
 var _ weaver.Backend = (*backend)(nil)
@@ -38,7 +40,11 @@ func (b *backend) Report() weaver.Report {
 	for _, m := range b.net.Status().MACs {
 		rr.MACs = append(rr.MACs, weaver.MACReport{Mac: m.Mac, Name: m.Name, NickName: m.NickName, LastSeen: m.LastSeen})
 	}
-	return weaver.Report{Ready: b.ready.Load(), Version: weaver.Version, Router: rr}
+	rep := weaver.Report{Ready: b.ready.Load(), Version: weaver.Version, Router: rr}
+	if b.ipam != nil {
+		addIPAM(&rep, b.ipam)
+	}
+	return rep
 }
 
 func (b *backend) Connect(peers []string, replace bool) []error {

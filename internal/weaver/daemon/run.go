@@ -84,9 +84,13 @@ func Run(ctx context.Context, cfg weaver.Config, log *slog.Logger) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := d.startIPAM(b); err != nil {
+		return err
+	}
 	if err := d.startMesh(b); err != nil {
 		return err
 	}
+	d.runIPAMHousekeeping(ctx, b)
 	if err := d.startHTTP(b); err != nil {
 		return err
 	}
@@ -99,14 +103,11 @@ func Run(ctx context.Context, cfg weaver.Config, log *slog.Logger) (err error) {
 
 func (d *daemon) logUnimplemented() {
 	c := d.cfg
-	if c.IPAMEnabled() {
-		d.log.Info("IPAM not implemented yet; --ipalloc-range is accepted but ignored", "range", c.IPAllocRange)
-	}
 	for _, f := range []struct {
 		name string
 		set  bool
 	}{
-		{"--ipalloc-init", c.IPAllocInit != ""}, {"--docker-api", c.DockerAPI != ""},
+		{"--docker-api", c.DockerAPI != ""},
 		{"--datapath", c.Datapath != ""}, {"--plugin", c.Plugin}, {"--proxy", c.Proxy},
 	} {
 		if f.set {
@@ -223,6 +224,9 @@ func (d *daemon) startHTTP(b *backend) error {
 	api := weaver.APIConfig{
 		Backend: b, Logger: d.log.With("component", "http"),
 		IPAM: d.cfg.IPAllocRange, IPAMDefaultSubnet: d.cfg.IPAllocDefaultSubnet,
+	}
+	if b.ipam != nil {
+		api.IPAMHandler = b.ipam.Handler()
 	}
 	for _, l := range []struct {
 		addr     string
