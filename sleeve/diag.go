@@ -18,7 +18,9 @@ type PeerDiagnostics struct {
 	Confirmed   bool
 	Established bool
 	StackFrag   bool   // the network reassembles fragmented UDP
-	MTU         int    // overlay MTU (largest inner IP packet)
+	MTU         int    // overlay MTU (largest inner IP packet); JumboMTU when Jumbo
+	PeerJumbo   bool   // both ends offer jumbo framing (JumboFeature)
+	Jumbo       bool   // jumbo framing in use (PeerJumbo and StackFrag)
 	RemoteAddr  string // remote UDP address; "" while unknown
 	Counters    Counters
 }
@@ -58,6 +60,11 @@ func (f *forwarder) diagnostics() PeerDiagnostics {
 		Established: f.established.Load(),
 		StackFrag:   f.stackFrag.Load(),
 		MTU:         int(f.mtu.Load()),
+		PeerJumbo:   f.peerJumbo,
+		Jumbo:       f.jumbo.Load(),
+	}
+	if d.Jumbo {
+		d.MTU = f.jumboMTU
 	}
 	if ap := f.remoteAddr.Load(); ap != nil {
 		d.RemoteAddr = ap.String()

@@ -54,6 +54,9 @@ func (f *forwarder) Forward(src, dst mesh.PeerName, frame []byte) error {
 	if !f.established.Load() {
 		return router.ErrCannotForward
 	}
+	if f.jumbo.Load() {
+		return f.forwardJumbo(src, dst, frame)
+	}
 	mtu := int(f.mtu.Load())
 	ihl, df, isIPv4 := ipv4Header(frame)
 	fits := len(frame) <= mtu+ethHeaderLen
@@ -68,7 +71,7 @@ func (f *forwarder) Forward(src, dst mesh.PeerName, frame []byte) error {
 	case fits:
 		return f.sendFrame(&f.dfCh, src, dst, frame)
 	default:
-		return f.fragment(src, dst, frame, ihl, mtu)
+		return f.fragment(&f.dfCh, src, dst, frame, ihl, mtu)
 	}
 }
 
@@ -112,9 +115,10 @@ func (f *forwarder) writeLocked(ch *channel, d []byte) error {
 }
 
 // fragment splits an IPv4 packet (no DF, bigger than the path MTU) into
-// fragments of at most mtu bytes and sends them on the DF channel, as
-// Weave does when the network does not reassemble UDP fragments for us.
-func (f *forwarder) fragment(src, dst mesh.PeerName, frame []byte, ihl, mtu int) error {
+// fragments of at most mtu bytes and sends them on ch: the DF channel, as
+// Weave does when the network does not reassemble UDP fragments for us, or
+// the non-DF channel for a frame too big even for jumbo framing.
+func (f *forwarder) fragment(ch *channel, src, dst mesh.PeerName, frame []byte, ihl, mtu int) error {
 	ip := frame[ethHeaderLen:]
 	total := int(binary.BigEndian.Uint16(ip[2:]))
 	if total < ihl || total > len(ip) {
@@ -129,9 +133,11 @@ func (f *forwarder) fragment(src, dst mesh.PeerName, frame []byte, ihl, mtu int)
 		f.cnt.TxDropped.Add(1)
 		return nil
 	}
-	f.dfCh.mu.Lock()
-	defer f.dfCh.mu.Unlock()
-	buf := f.fragBuf
+	f.frag.Lock() // before ch.mu; nothing else takes frag
+	defer f.frag.Unlock()
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	buf := f.frag.buf
 	copy(buf, frame[:ethHeaderLen+ihl])
 	hdr := buf[ethHeaderLen : ethHeaderLen+ihl]
 	for off := 0; off < len(payload); off += chunk {
@@ -145,13 +151,13 @@ func (f *forwarder) fragment(src, dst mesh.PeerName, frame []byte, ihl, mtu int)
 		binary.BigEndian.PutUint16(hdr[6:], fl)
 		binary.BigEndian.PutUint16(hdr[10:], 0)
 		binary.BigEndian.PutUint16(hdr[10:], ipChecksum(hdr))
-		f.dfCh.enc.Begin()
-		if !f.dfCh.enc.Append(src, dst, buf[:ethHeaderLen+ihl+n]) {
+		ch.enc.Begin()
+		if !ch.enc.Append(src, dst, buf[:ethHeaderLen+ihl+n]) {
 			f.cnt.TxDropped.Add(1)
 			return nil
 		}
 		f.cnt.Fragments.Add(1)
-		f.dataSent(&f.dfCh, f.writeLocked(&f.dfCh, f.dfCh.enc.Seal()))
+		f.dataSent(ch, f.writeLocked(ch, ch.enc.Seal()))
 	}
 	return nil
 }

@@ -57,13 +57,18 @@ type counters struct {
 
 // forwarder is one sleeve connection to a remote peer.
 type forwarder struct {
-	o       *Overlay
-	params  mesh.OverlayConnectionParams
-	remote  mesh.PeerName
-	log     *slog.Logger
-	timing  Timing
-	opener  *Opener // receive goroutine only; nil without a session key
-	fragBuf []byte  // guarded by dfCh.mu
+	o      *Overlay
+	params mesh.OverlayConnectionParams
+	remote mesh.PeerName
+	log    *slog.Logger
+	timing Timing
+	opener *Opener  // receive goroutine only; nil without a session key
+	frag   struct { // IP fragmentation buffer
+		sync.Mutex
+		buf []byte
+	}
+	jumboMTU  int  // overlay MTU with jumbo framing
+	peerJumbo bool // both ends offer JumboFeature
 
 	dfCh, nonDFCh channel
 
@@ -71,6 +76,7 @@ type forwarder struct {
 	mtu         atomic.Int32
 	established atomic.Bool
 	stackFrag   atomic.Bool
+	jumbo       atomic.Bool // jumbo framing in use: peerJumbo && stackFrag
 	acked       atomic.Bool // we sent ConnectionEstablished
 	confirmed   atomic.Bool
 	cnt         counters
@@ -91,14 +97,16 @@ var _ router.Forwarder = (*forwarder)(nil)
 func newForwarder(o *Overlay, p mesh.OverlayConnectionParams) *forwarder {
 	f := &forwarder{
 		o: o, params: p, remote: p.RemotePeer.Name, timing: o.cfg.Timing,
-		fragBuf: make([]byte, 65536),
-		events:  make(chan event, 64),
-		estCh:   make(chan struct{}),
-		errCh:   make(chan error, 1),
-		stop:    make(chan struct{}),
+		events: make(chan event, 64),
+		estCh:  make(chan struct{}),
+		errCh:  make(chan error, 1),
+		stop:   make(chan struct{}),
 	}
 	f.log = o.log.With("peer", f.remote.String(), "conn", p.ConnUID)
+	f.frag.buf = make([]byte, 65536)
 	f.mtu.Store(initialMTU)
+	f.jumboMTU = JumboMTU(p.SessionKey != nil)
+	f.peerJumbo = !o.cfg.NoJumbo && p.Features[JumboFeature] == "1"
 	local := o.cfg.LocalPeer
 	f.dfCh = channel{enc: NewEncoder(local, p.SessionKey, p.Outbound, true), conn: o.socks.df}
 	f.nonDFCh = channel{enc: NewEncoder(local, p.SessionKey, p.Outbound, false), conn: o.socks.main}
@@ -168,6 +176,9 @@ func (f *forwarder) ControlMessage(tag byte, msg []byte) {
 
 // Attrs implements mesh.OverlayConnection.
 func (f *forwarder) Attrs() map[string]any {
+	if f.jumbo.Load() {
+		return map[string]any{"name": "sleeve", "mtu": f.jumboMTU, "jumbo": true}
+	}
 	return map[string]any{"name": "sleeve", "mtu": int(f.mtu.Load())}
 }
 

@@ -93,6 +93,9 @@ func (f *forwarder) handleEvent(l *loop, ev event) {
 		if !f.stackFrag.Swap(true) {
 			f.log.Debug("sleeve fragmentation test passed")
 		}
+		if f.peerJumbo && !f.jumbo.Swap(true) {
+			f.log.Info("sleeve jumbo framing on", "mtu", f.jumboMTU)
+		}
 	case evPMTUVerified:
 		f.probeVerified(&l.p, ev.n)
 	case evPMTURestart:

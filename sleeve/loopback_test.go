@@ -99,6 +99,13 @@ func checkGoroutines(t *testing.T) {
 // pair wires two forwarders over loopback with an in-memory control channel.
 func pair(t *testing.T, oa, ob *Overlay, key *[32]byte) (fa, fb router.Forwarder) {
 	t.Helper()
+	return pairFeatures(t, oa, ob, key, nil, nil)
+}
+
+// pairFeatures is pair with the connection features each side received
+// from the other: featB is what B advertised (A's forwarder sees it).
+func pairFeatures(t *testing.T, oa, ob *Overlay, key *[32]byte, featA, featB map[string]string) (fa, fb router.Forwarder) {
+	t.Helper()
 	var pa, pb atomic.Pointer[router.Forwarder]
 	send := func(dst *atomic.Pointer[router.Forwarder]) func(byte, []byte) error {
 		return func(tag byte, msg []byte) error {
@@ -110,7 +117,7 @@ func pair(t *testing.T, oa, ob *Overlay, key *[32]byte) (fa, fb router.Forwarder
 	}
 	const uid = 0x93b847133847c07a
 	fa, err := oa.PrepareConnection(mesh.OverlayConnectionParams{
-		RemotePeer: &mesh.Peer{Name: ob.cfg.LocalPeer}, Outbound: true, ConnUID: uid, SessionKey: key,
+		RemotePeer: &mesh.Peer{Name: ob.cfg.LocalPeer}, Outbound: true, ConnUID: uid, SessionKey: key, Features: featB,
 		RemoteAddr:         &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: ob.Port()},
 		SendControlMessage: send(&pb),
 	})
@@ -118,7 +125,7 @@ func pair(t *testing.T, oa, ob *Overlay, key *[32]byte) (fa, fb router.Forwarder
 		t.Fatal(err)
 	}
 	fb, err = ob.PrepareConnection(mesh.OverlayConnectionParams{
-		RemotePeer: &mesh.Peer{Name: oa.cfg.LocalPeer}, Outbound: false, ConnUID: uid, SessionKey: key,
+		RemotePeer: &mesh.Peer{Name: oa.cfg.LocalPeer}, Outbound: false, ConnUID: uid, SessionKey: key, Features: featA,
 		RemoteAddr:         &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000},
 		SendControlMessage: send(&pa),
 	})

@@ -66,6 +66,10 @@ type Config struct {
 	Logger    *slog.Logger        // default: slog.Default()
 	PktDebug  bool                // log every received datagram at debug level
 	Timing    Timing              // zero fields = DefaultTiming()
+	// NoJumbo stops us offering jumbo framing (see JumboFeature). Default
+	// false: offered, and used towards peers that offer it too once the
+	// fragmentation test has passed.
+	NoJumbo bool
 }
 
 // Overlay is the sleeve overlay; it implements router.Overlay.
@@ -85,7 +89,10 @@ type Overlay struct {
 	wg       sync.WaitGroup
 }
 
-var _ router.Overlay = (*Overlay)(nil)
+var (
+	_ router.Overlay      = (*Overlay)(nil)
+	_ router.FeatureAdder = (*Overlay)(nil)
+)
 
 // New binds the UDP socket(s) and starts the receive loop.
 func New(cfg Config) (*Overlay, error) {
@@ -110,6 +117,14 @@ func New(cfg Config) (*Overlay, error) {
 
 // Name implements router.Overlay.
 func (o *Overlay) Name() string { return "sleeve" }
+
+// AddFeaturesTo implements router.FeatureAdder: it offers jumbo framing
+// unless Config.NoJumbo.
+func (o *Overlay) AddFeaturesTo(features map[string]string) {
+	if !o.cfg.NoJumbo {
+		features[JumboFeature] = "1"
+	}
+}
 
 // Port returns the bound UDP port (useful when Config.Port was 0).
 func (o *Overlay) Port() int { return o.socks.port }

@@ -54,7 +54,10 @@ func listenUDP(host string, port, pmtudisc int) (*net.UDPConn, error) {
 			if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); serr != nil {
 				return
 			}
-			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, pmtudisc)
+			if serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, pmtudisc); serr != nil {
+				return
+			}
+			serr = setBuffers(int(fd))
 		})
 		return errors.Join(err, serr)
 	}}
@@ -64,6 +67,25 @@ func listenUDP(host string, port, pmtudisc int) (*net.UDPConn, error) {
 		return nil, fmt.Errorf("listen udp %s: %w", addr, err)
 	}
 	return pc.(*net.UDPConn), nil
+}
+
+// socketBuffer is the send and receive buffer we ask for on each UDP
+// socket: the default (~208 KiB) holds only three 64 KiB jumbo datagrams,
+// so a burst would be dropped while the receive goroutine is busy.
+const socketBuffer = 8 << 20
+
+// setBuffers raises SO_RCVBUF and SO_SNDBUF, beyond net.core.*mem_max
+// when privileged (the *FORCE options), else as far as the limits allow.
+func setBuffers(fd int) error {
+	for _, o := range [][2]int{{unix.SO_RCVBUFFORCE, unix.SO_RCVBUF}, {unix.SO_SNDBUFFORCE, unix.SO_SNDBUF}} {
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, o[0], socketBuffer) == nil {
+			continue
+		}
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, o[1], socketBuffer); err != nil {
+			return fmt.Errorf("set socket buffer: %w", err)
+		}
+	}
+	return nil
 }
 
 // steerToFirst attaches "return 0" as the reuseport program of c's group.

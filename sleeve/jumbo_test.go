@@ -1,0 +1,124 @@
+package sleeve
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/seedf75a49c6/weave/router"
+	"github.com/weaveworks/mesh"
+)
+
+func TestJumboMTU(t *testing.T) {
+	if got := JumboMTU(false); got != 65473 {
+		t.Errorf("plaintext jumbo MTU %d, want 65473 (65507-6-14-14)", got)
+	}
+	if got := JumboMTU(true); got != 65449 {
+		t.Errorf("encrypted jumbo MTU %d, want 65449 (65507-30-14-14)", got)
+	}
+	e := NewEncoder(peerA, &testKey, true, false)
+	if !e.Append(peerA, peerB, make([]byte, JumboMTU(true)+ethHeaderLen)) {
+		t.Fatal("a JumboMTU frame must fit one datagram")
+	}
+	if d := e.Seal(); len(d) != MaxUDPPayload {
+		t.Fatalf("sealed jumbo datagram is %d bytes, want exactly %d", len(d), MaxUDPPayload)
+	}
+}
+
+// overlayFeatures returns what o advertises.
+func overlayFeatures(o *Overlay) map[string]string {
+	f := map[string]string{}
+	o.AddFeaturesTo(f)
+	return f
+}
+
+// awaitJumbo polls Attrs (jumbo has no change event) until it is on.
+func awaitJumbo(t *testing.T, f router.Forwarder) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for f.Attrs()["jumbo"] != true {
+		if time.Now().After(deadline) {
+			t.Fatalf("jumbo framing never came on: %v", f.Attrs())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestJumboNegotiation: jumbo framing is used only when both ends offer
+// it, and then carries a 64 KiB frame whole (encrypted) in both
+// directions; otherwise Weave's PMTU limit and FrameTooBig stay.
+func TestJumboNegotiation(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		noJumboA, noJB bool
+		want           bool
+	}{
+		{"both offer", false, false, true},
+		{"A declines", true, false, false},
+		{"B declines", false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkGoroutines(t)
+			ha, hb := newFakeHandler(), newFakeHandler()
+			oa := newJumboOverlay(t, peerA, ha, tc.noJumboA)
+			ob := newJumboOverlay(t, peerB, hb, tc.noJB)
+			if _, offered := overlayFeatures(oa)[JumboFeature]; offered == tc.noJumboA {
+				t.Fatalf("A offers jumbo = %v with NoJumbo %v", offered, tc.noJumboA)
+			}
+			fa, fb := pairFeatures(t, oa, ob, &testKey, overlayFeatures(oa), overlayFeatures(ob))
+			defer fa.Stop()
+			defer fb.Stop()
+			fa.Confirm()
+			fb.Confirm()
+			awaitClosed(t, fa.EstablishedChannel(), "A established")
+			awaitClosed(t, fb.EstablishedChannel(), "B established")
+			big := ipv4Frame(JumboMTU(true), true, 0)
+			if !tc.want {
+				awaitMTU(t, fa, pmtuDiscoverLen-ethHeaderLen)
+				var tooBig *router.FrameTooBigError
+				if err := fa.Forward(peerA, peerB, big); !errors.As(err, &tooBig) || tooBig.MTU != 59986 {
+					t.Fatalf("64 KiB DF frame without jumbo: %v, want FrameTooBig 59986", err)
+				}
+				if oa.Status().Peers[0].PeerJumbo {
+					t.Fatal("PeerJumbo set although one side declined")
+				}
+				return
+			}
+			awaitJumbo(t, fa)
+			awaitJumbo(t, fb)
+			for _, d := range []struct {
+				f        router.Forwarder
+				src, dst mesh.PeerName
+				h        *fakeHandler
+			}{{fa, peerA, peerB, hb}, {fb, peerB, peerA, ha}} {
+				if err := d.f.Forward(d.src, d.dst, big); err != nil {
+					t.Fatalf("forward 64 KiB frame: %v", err)
+				}
+				if got := d.h.await(t); !bytes.Equal(got.frame, big) {
+					t.Fatalf("64 KiB frame arrived as %d bytes or corrupted", len(got.frame))
+				}
+			}
+			var tooBig *router.FrameTooBigError
+			if err := fa.Forward(peerA, peerB, ipv4Frame(JumboMTU(true)+1, true, 0)); !errors.As(err, &tooBig) ||
+				tooBig.MTU != JumboMTU(true) {
+				t.Fatalf("DF frame over JumboMTU: %v, want FrameTooBig %d", err, JumboMTU(true))
+			}
+			st := oa.Status().Peers[0]
+			if !st.Jumbo || st.MTU != JumboMTU(true) || st.Counters.TxDatagrams == 0 {
+				t.Fatalf("diagnostics %+v", st)
+			}
+		})
+	}
+}
+
+func newJumboOverlay(t *testing.T, name mesh.PeerName, h router.FrameHandler, noJumbo bool) *Overlay {
+	t.Helper()
+	o, err := New(Config{Host: "127.0.0.1", LocalPeer: name, Handler: h, Logger: testLogger(t),
+		Timing: fastTiming, NoJumbo: noJumbo})
+	if err != nil {
+		t.Fatalf("new overlay: %v", err)
+	}
+	t.Cleanup(o.Stop)
+	return o
+}
