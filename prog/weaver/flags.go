@@ -116,13 +116,14 @@ func registerFlags(fs *flag.FlagSet, c *weaver.Config, version, printName *bool)
 }
 
 // registerCompatFlags registers flags accepted for compatibility with
-// Weave 2.8.1's command line; IPAM, fastdp, DNS, plugin and proxy are not
-// implemented yet.
+// Weave 2.8.1's command line, and the IPAM flags; DNS, plugin and proxy
+// are not implemented yet.
 func registerCompatFlags(fs *flag.FlagSet, c *weaver.Config) {
 	const later = " (accepted; not implemented yet)"
-	fs.StringVar(&c.IPAllocRange, "ipalloc-range", c.IPAllocRange, "IP range for IPAM; \"\" = IPAM off"+later)
-	fs.StringVar(&c.IPAllocInit, "ipalloc-init", c.IPAllocInit, "IPAM initialisation mode"+later)
-	fs.StringVar(&c.IPAllocDefaultSubnet, "ipalloc-default-subnet", c.IPAllocDefaultSubnet, "default IPAM subnet"+later)
+	fs.StringVar(&c.IPAllocRange, "ipalloc-range", c.IPAllocRange, "IP range for IPAM; \"\" = IPAM off")
+	fs.StringVar(&c.IPAllocInit, "ipalloc-init", c.IPAllocInit, "IPAM ring creation: consensus[=N] (default: N = peers given + 1), seed=PEER,... or observer")
+	fs.StringVar(&c.IPAllocDefaultSubnet, "ipalloc-default-subnet", c.IPAllocDefaultSubnet, "default IPAM subnet (default: the whole --ipalloc-range)")
+	fs.DurationVar(&c.IPAllocConsensusTimeout, "ipalloc-consensus-timeout", c.IPAllocConsensusTimeout, "how long an allocation waits for IPAM consensus before failing (0 = 60s)")
 	fs.BoolVar(&c.NoFastDP, "no-fastdp", c.NoFastDP, "disable the VXLAN fast datapath (sleeve only; bridge MTU 65535 unless --mtu)")
 	fs.BoolVar(&c.NoBridgedFastDP, "no-bridged-fastdp", c.NoBridgedFastDP, "disable bridged fast datapath"+later)
 	fs.StringVar(&c.DockerAPI, "docker-api", c.DockerAPI, "Docker API endpoint"+later)
