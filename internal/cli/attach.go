@@ -17,7 +17,10 @@ import (
 )
 
 // errNoIPAM is returned for forms that need an IP allocator.
-var errNoIPAM = errors.New("IPAM is not available yet: give an address such as 10.2.1.1/24")
+var errNoIPAM = errors.New(`no IP allocator (router not running, or launched with --ipalloc-range ""): give an address such as 10.2.1.1/24`)
+
+// ExposeIdent is the IPAM owner of the bridge's addresses (weave expose).
+const ExposeIdent = "weave:expose"
 
 // attachment is one registry record in $WEAVE_RUN_DIR/attached/.
 type attachment struct {
@@ -89,6 +92,7 @@ func runAttach(ctx context.Context, c *cmd, args []string) error {
 		Addrs: addrs, NoMulticastRoute: a.noMulticastRoute,
 	})
 	if err != nil {
+		c.releaseAll(ctx, t.ID, addrs)
 		return fmt.Errorf("attach %s: %w", a.target, err)
 	}
 	if err := c.record(attachment{ID: t.ID, NetNS: t.NetNS, IfName: ContainerIf}); err != nil {
@@ -123,6 +127,16 @@ func (c *cmd) attachAddrs(ctx context.Context, id string, specs []addrSpec) ([]n
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// releaseAll gives addresses back to IPAM after a failed attach or
+// expose; failures are only logged (the user sees the first error).
+func (c *cmd) releaseAll(ctx context.Context, id string, addrs []netip.Prefix) {
+	for _, p := range addrs {
+		if err := c.api.ReleaseIP(ctx, id, p.Addr()); err != nil && !ipamAbsent(err) {
+			c.Logger.Warn("could not release address in IPAM", "cidr", p, "id", id, "err", err)
+		}
+	}
 }
 
 // ipamAbsent: no router, or a router without IPAM routes.

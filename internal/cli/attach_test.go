@@ -75,12 +75,12 @@ func TestAttachNeedsIPAMWithoutAddress(t *testing.T) {
 	h.netns("c1")
 	for _, args := range [][]string{{"attach", "c1"}, {"attach", "net:default", "c1"}, {"attach", "net:10.2.0.0/16", "c1"}} {
 		code, _, errOut := h.run(args...)
-		if code != 1 || strings.TrimSpace(errOut) != "IPAM is not available yet: give an address such as 10.2.1.1/24" {
+		if code != 1 || strings.TrimSpace(errOut) != errNoIPAM.Error() {
 			t.Errorf("%q without router: %d %q", args, code, errOut)
 		}
 	}
 	h.withRouter() // a router without IPAM routes answers 404
-	if code, _, errOut := h.run("attach", "c1"); code != 1 || !strings.Contains(errOut, "IPAM is not available yet") {
+	if code, _, errOut := h.run("attach", "c1"); code != 1 || !strings.Contains(errOut, "no IP allocator") {
 		t.Errorf("attach with IPAM-less router: %d %q", code, errOut)
 	}
 	if len(h.kernel.calls) != 0 {
@@ -116,6 +116,22 @@ func TestAttachUsesIPAMWhenAvailable(t *testing.T) {
 	// Both addresses inside 10.2.0.0/16 go; 10.32.0.1 stays.
 	if got := r.got(); !slices.Equal(got[len(got)-2:], []string{"DELETE /ip/c1/10.2.0.7", "DELETE /ip/c1/10.2.1.1"}) {
 		t.Errorf("detach released %q", got[len(got)-2:])
+	}
+}
+
+func TestAttachFailureReleasesAllocation(t *testing.T) {
+	h := newHarness(t)
+	h.netns("c1")
+	r := h.withRouter()
+	r.set("POST /ip/c1", 200, "10.32.0.1/12")
+	r.set("DELETE /ip/c1/10.32.0.1", 204, "")
+	h.kernel.failWith = os.ErrPermission
+	if code, _, errOut := h.run("attach", "c1"); code != 1 || !strings.Contains(errOut, "attach c1: permission denied") {
+		t.Fatalf("attach: %d %q", code, errOut)
+	}
+	want := []string{"POST /ip/c1?check-alive=true", "DELETE /ip/c1/10.32.0.1"}
+	if !slices.Equal(r.got(), want) {
+		t.Errorf("requests %q, want %q", r.got(), want)
 	}
 }
 

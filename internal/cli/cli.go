@@ -200,8 +200,8 @@ weave rmpeer        <peer_id> ...
 weave attach        [<addr> ...] [--no-multicast-route] <target>
 weave detach        [<addr> ...] <target>
 weave ps            [<target> ...]
-weave expose        <cidr> ... [--without-masquerade]
-weave hide          <cidr> ...
+weave expose        [<addr> ...] [--without-masquerade]
+weave hide          [<cidr> ...]
 
 weave status        [targets | connections | peers | dns | ipam]
 weave report        [-f <format>]

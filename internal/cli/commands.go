@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,7 +114,7 @@ func runRmpeer(ctx context.Context, c *cmd, args []string) error {
 	for _, p := range args {
 		msg, err := c.api.RemovePeer(ctx, p)
 		if api.StatusCode(err) == 404 {
-			return fmt.Errorf("rmpeer %s: this router has no IPAM yet; rmpeer arrives with IPAM: %w", p, err)
+			return fmt.Errorf("rmpeer %s: this router runs without IPAM (--ipalloc-range \"\"): %w", p, err)
 		}
 		if err != nil {
 			return err
@@ -123,21 +124,25 @@ func runRmpeer(ctx context.Context, c *cmd, args []string) error {
 	return nil
 }
 
-// runExpose asks the router to put explicit CIDRs on the bridge.
+// runExpose gives the bridge addresses (allocated in IPAM for
+// "weave:expose" when none are given, or for net: forms) and asks the
+// router to put them on the bridge with NAT.
 func runExpose(ctx context.Context, c *cmd, args []string) error {
-	addrs, opts, err := parseCIDRList("expose", args, "--without-masquerade")
+	specs, opts, err := parseAddrList("expose", args, "--without-masquerade")
 	if err != nil {
 		return err
 	}
-	if len(addrs) == 0 {
-		return fmt.Errorf("expose: %w", errNoIPAM)
+	addrs, err := c.attachAddrs(ctx, ExposeIdent, specs)
+	if err != nil {
+		return fmt.Errorf("expose: %w", err)
 	}
 	for _, a := range addrs {
 		err := c.api.Expose(ctx, a, opts["--without-masquerade"])
 		if api.StatusCode(err) == 404 {
-			return fmt.Errorf("expose %s: this router does not implement POST /expose yet: %w", a, err)
+			err = fmt.Errorf("expose %s: this router does not implement POST /expose yet: %w", a, err)
 		}
 		if err != nil {
+			c.releaseAll(ctx, ExposeIdent, addrs)
 			return err
 		}
 	}
@@ -145,25 +150,44 @@ func runExpose(ctx context.Context, c *cmd, args []string) error {
 	return nil
 }
 
-// runHide removes explicit CIDRs from the bridge.
+// runHide removes addresses from the bridge: the given CIDRs, or every
+// address IPAM holds for "weave:expose" (without IPAM: every bridge address).
 func runHide(ctx context.Context, c *cmd, args []string) error {
 	addrs, _, err := parseCIDRList("hide", args)
 	if err != nil {
 		return err
 	}
 	if len(addrs) == 0 {
-		return fmt.Errorf("hide: %w", errNoIPAM)
+		if addrs, err = c.exposedAddrs(ctx); err != nil {
+			return err
+		}
 	}
 	for _, a := range addrs {
 		if err := c.Kernel.Hide(c.Bridge, a); err != nil {
 			return fmt.Errorf("hide %s: %w", a, err)
 		}
-		if err := c.api.ReleaseIP(ctx, "weave:expose", a.Addr()); err != nil && !ipamAbsent(err) {
+		if err := c.api.ReleaseIP(ctx, ExposeIdent, a.Addr()); err != nil && !ipamAbsent(err) {
 			c.Logger.Warn("could not release exposed address in IPAM", "cidr", a, "err", err)
 		}
 	}
 	fmt.Fprintln(c.Stdout, ipsOnly(addrs))
 	return nil
+}
+
+// exposedAddrs is what `weave hide` without addresses removes.
+func (c *cmd) exposedAddrs(ctx context.Context) ([]netip.Prefix, error) {
+	addrs, err := c.api.LookupIP(ctx, ExposeIdent)
+	if err == nil {
+		return addrs, nil
+	}
+	if !ipamAbsent(err) {
+		return nil, fmt.Errorf("hide: look up exposed addresses: %w", err)
+	}
+	_, addrs, _, err = c.Kernel.BridgeAddrs(c.Bridge)
+	if err != nil {
+		return nil, fmt.Errorf("hide: read addresses of %s: %w", c.Bridge, err)
+	}
+	return addrs, nil
 }
 
 func runSetupCNI(context.Context, *cmd, []string) error {

@@ -106,6 +106,28 @@ func parseAttach(verb string, args []string) (attachArgs, error) {
 	return a, nil
 }
 
+// parseAddrList parses the [ip:]CIDR, net:CIDR and net:default arguments
+// of expose, separating its options (returned by name).
+func parseAddrList(verb string, args []string, opts ...string) ([]addrSpec, map[string]bool, error) {
+	seen := map[string]bool{}
+	var out []addrSpec
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			if !contains(opts, a) {
+				return nil, nil, usagef("%s: unknown option %q", verb, a)
+			}
+			seen[a] = true
+			continue
+		}
+		spec, err := parseAddr(a)
+		if err != nil {
+			return nil, nil, usagef("%s: %v", verb, err)
+		}
+		out = append(out, spec)
+	}
+	return out, seen, nil
+}
+
 // parseCIDRList parses the explicit CIDRs of expose and hide, separating
 // its options (returned by name).
 func parseCIDRList(verb string, args []string, opts ...string) ([]netip.Prefix, map[string]bool, error) {

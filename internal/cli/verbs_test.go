@@ -76,17 +76,30 @@ func TestVerbs(t *testing.T) {
 		{name: "rmpeer", args: []string{"rmpeer", "aa:bb:cc:dd:ee:ff"},
 			answers: ok("12 IPs taken over from aa:bb:cc:dd:ee:ff\n", "DELETE /peer/aa:bb:cc:dd:ee:ff"),
 			stdout:  "12 IPs taken over from aa:bb:cc:dd:ee:ff\n"},
-		{name: "rmpeer without ipam", args: []string{"rmpeer", "x"}, answers: ok(""), code: 4, stderr: "arrives with IPAM"},
+		{name: "rmpeer without ipam", args: []string{"rmpeer", "x"}, answers: ok(""), code: 4, stderr: "runs without IPAM"},
 
-		{name: "expose none", args: []string{"expose"}, answers: ok(""), code: 1, stderr: "IPAM is not available yet"},
-		{name: "expose net", args: []string{"expose", "net:10.2.0.0/16"}, answers: ok(""), code: 1, stderr: "IPAM is not available yet"},
+		{name: "expose none without ipam", args: []string{"expose"}, answers: ok(""), code: 1, stderr: "no IP allocator"},
+		{name: "expose net without ipam", args: []string{"expose", "net:10.2.0.0/16"}, answers: ok(""), code: 1, stderr: "no IP allocator"},
+		{name: "expose allocates", args: []string{"expose"},
+			answers: merge(ok("10.32.0.1/12", "POST /ip/weave:expose"), ok("", "POST /expose/10.32.0.1/12")), stdout: "10.32.0.1\n",
+			requests: []string{"POST /ip/weave:expose?check-alive=true", "POST /expose/10.32.0.1/12"}},
+		{name: "expose net allocates", args: []string{"expose", "net:10.2.0.0/16"},
+			answers: merge(ok("10.2.0.1/16", "POST /ip/weave:expose/10.2.0.0/16"), ok("", "POST /expose/10.2.0.1/16")),
+			stdout:  "10.2.0.1\n", requests: []string{"POST /ip/weave:expose/10.2.0.0/16?check-alive=true", "POST /expose/10.2.0.1/16"}},
+		{name: "expose failure releases", args: []string{"expose"},
+			answers: merge(ok("10.32.0.1/12", "POST /ip/weave:expose"), map[string]answer{"POST /expose/10.32.0.1/12": {500, "no bridge"}},
+				ok("", "DELETE /ip/weave:expose/10.32.0.1")), code: 1, stderr: "no bridge",
+			requests: []string{"POST /ip/weave:expose?check-alive=true", "POST /expose/10.32.0.1/12", "DELETE /ip/weave:expose/10.32.0.1"}},
+		{name: "hide all exposed", args: []string{"hide"},
+			answers: merge(ok("10.32.0.1/12", "GET /ip/weave:expose"), ok("", "DELETE /ip/weave:expose/10.32.0.1")), stdout: "10.32.0.1\n",
+			requests: []string{"GET /ip/weave:expose", "DELETE /ip/weave:expose/10.32.0.1"}, kernel: []string{"hide weave 10.32.0.1/12"}},
 		{name: "expose bad", args: []string{"expose", "10.2.0.300/16"}, answers: ok(""), code: 1,
 			stderr: `expose: invalid address "10.2.0.300/16"`},
 		{name: "expose", args: []string{"expose", "10.2.0.254/16"}, answers: ok("", "POST /expose/10.2.0.254/16"),
-			stdout: "10.2.0.254\n", requests: []string{"POST /expose/10.2.0.254/16"}},
+			stdout: "10.2.0.254\n", requests: []string{"PUT /ip/weave:expose/10.2.0.254/16?noErrorOnUnknown=true&check-alive=true", "POST /expose/10.2.0.254/16"}},
 		{name: "expose no masq", args: []string{"expose", "--without-masquerade", "10.2.0.254/16"},
 			answers: ok("", "POST /expose/10.2.0.254/16"), stdout: "10.2.0.254\n",
-			requests: []string{"POST /expose/10.2.0.254/16?skipNAT=true"}},
+			requests: []string{"PUT /ip/weave:expose/10.2.0.254/16?noErrorOnUnknown=true&check-alive=true", "POST /expose/10.2.0.254/16?skipNAT=true"}},
 		{name: "expose unsupported", args: []string{"expose", "10.2.0.254/16"}, answers: ok(""), code: 4,
 			stderr: "does not implement POST /expose"},
 		{name: "hide", args: []string{"hide", "10.2.0.254/16"}, answers: ok(""), stdout: "10.2.0.254\n",
@@ -145,6 +158,17 @@ func TestVerbs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// merge combines scripted router answers.
+func merge(ms ...map[string]answer) map[string]answer {
+	out := map[string]answer{}
+	for _, m := range ms {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func TestHelpGoesToStdout(t *testing.T) {
