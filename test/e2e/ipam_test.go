@@ -1,0 +1,211 @@
+//go:build linux
+
+package e2e
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seedf75a49c6/weave/internal/netnstest"
+)
+
+// TestIPAMLifecycle runs one three-host IPAM cluster through its life:
+// consensus and distinct allocations, weave expose, a router killed with
+// SIGKILL and relaunched, and rmpeer of a router that is gone for good.
+func TestIPAMLifecycle(t *testing.T) {
+	t.Parallel()
+	ic := newIPAMCluster(t, 3, "10.40.0.0/22")
+	for i := 1; i <= 3; i++ {
+		ic.launch(i)
+	}
+	// One test goroutine throughout: the topology fails the test it was
+	// built for, so the phases are not subtests.
+	phases := []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"(a) consensus and distinct addresses", ic.checkConsensus},
+		{"(e) expose", ic.checkExpose},
+		{"(b) SIGKILL keeps addresses", ic.checkRestart},
+		{"(c) rmpeer of a dead peer", ic.checkRmpeer},
+	}
+	for _, p := range phases {
+		t.Logf("=== phase %s", p.name)
+		p.run(t)
+	}
+}
+
+// (a) attach with no address on each host: all distinct, in range, reach
+// each other; `weave status ipam` lists the three peers' shares.
+func (ic *ipamCluster) checkConsensus(t *testing.T) {
+	seen := map[string]string{}
+	for i := 1; i <= 3; i++ {
+		c := ic.attachAuto(i, fmt.Sprintf("c%d", i))
+		if other, dup := seen[c.IP()]; dup {
+			t.Fatalf("c%d got %s, already given to %s", i, c.IP(), other)
+		}
+		seen[c.IP()] = c.Name
+	}
+	for _, p := range [][2]string{{"c1", "c2"}, {"c2", "c3"}, {"c3", "c1"}} {
+		from, to := ic.byName[p[0]], ic.byName[p[1]]
+		waitPingIP(t, from.NS, p[0]+" -> "+p[1], to.IP())
+	}
+	var out string
+	netnstest.WaitFor(t, 20*time.Second, "three shares in `weave status ipam` on h1", func() error {
+		out = ic.weave(1, "status", "ipam")
+		shares := parseIPAMStatus(out)
+		total := 0
+		for _, s := range shares {
+			total += s.ips
+		}
+		if len(shares) != 3 || total != 1<<(32-ic.rng.Bits()) {
+			return fmt.Errorf("want 3 peers sharing %d IPs:\n%s", 1<<(32-ic.rng.Bits()), out)
+		}
+		return nil
+	})
+	t.Logf("h1 `weave status ipam`:\n%s", out)
+	shares := parseIPAMStatus(out)
+	if shares[0].peer != peerName(1) || shares[0].active != 1 {
+		t.Errorf("first line must be h1 with (1 active):\n%s", out)
+	}
+	for i := 1; i <= 3; i++ {
+		if s, ok := shareOf(shares, peerName(i)); !ok || s.ips == 0 || s.unreachable {
+			t.Errorf("h%d share missing, empty or unreachable:\n%s", i, out)
+		}
+	}
+	status := ic.weave(1, "status")
+	if !strings.Contains(status, "        Service: ipam\n         Status: ready\n          Range: 10.40.0.0/22\n") {
+		t.Errorf("`weave status` ipam section:\n%s", status)
+	}
+}
+
+// (e) weave expose allocates the host an address on the bridge; the host
+// then reaches a local and a remote container.
+func (ic *ipamCluster) checkExpose(t *testing.T) {
+	out := strings.TrimSpace(ic.weave(1, "expose"))
+	ip, err := netip.ParseAddr(out)
+	if err != nil || !ic.rng.Contains(ip) {
+		t.Fatalf("weave expose printed %q, want one address in %s", out, ic.rng)
+	}
+	for name, c := range ic.byName {
+		if c.IP() == ip.String() {
+			t.Fatalf("expose got %s, already %s's", ip, name)
+		}
+	}
+	want := netip.PrefixFrom(ip, ic.rng.Bits()).String()
+	if got := ifaceAddrs(t, ic.host(1).NS, "weave"); !contains2(got, want) {
+		t.Fatalf("bridge on h1 has %q, want %s", got, want)
+	}
+	if again := strings.TrimSpace(ic.weave(1, "expose")); again != out {
+		t.Errorf("second weave expose printed %q, want the same %q", again, out)
+	}
+	waitPingIP(t, ic.host(1).NS, "h1 -> c1", ic.byName["c1"].IP())
+	waitPingIP(t, ic.host(1).NS, "h1 -> c2", ic.byName["c2"].IP())
+}
+
+func contains2(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// (b) kill -9 h2's router and relaunch it: c2 keeps its address in IPAM
+// and on its interface, and a new allocation gets a different one.
+func (ic *ipamCluster) checkRestart(t *testing.T) {
+	c2 := ic.byName["c2"]
+	ic.kill9(2)
+	ic.launch(2)
+	code, body, err := ic.routerGET(2, "/ip/"+c2.NS)
+	if err != nil || code != 200 || body != c2.CIDR {
+		t.Fatalf("GET /ip/%s on relaunched h2 = %d %q (%v), want %s", c2.NS, code, body, err, c2.CIDR)
+	}
+	if got := ifaceAddrs(t, c2.NS, "ethwe"); len(got) != 1 || got[0] != c2.CIDR {
+		t.Fatalf("c2's ethwe has %q, want [%s]", got, c2.CIDR)
+	}
+	c4 := ic.attachAuto(2, "c4")
+	for name, c := range ic.byName {
+		if name != "c4" && c.IP() == c4.IP() {
+			t.Fatalf("new allocation on relaunched h2 reused %s's address %s", name, c4.IP())
+		}
+	}
+	waitPingIP(t, ic.byName["c1"].NS, "c1 -> c2 after h2 relaunch", c2.IP())
+	waitPingIP(t, c4.NS, "c4 -> c3", ic.byName["c3"].IP())
+}
+
+// (c) h3's router dies for good; after `weave rmpeer` on h1 the survivors
+// own the whole range and allocate within seconds.
+func (ic *ipamCluster) checkRmpeer(t *testing.T) {
+	ic.kill9(3)
+	var out string
+	netnstest.WaitFor(t, 30*time.Second, "h3 shown unreachable on h1", func() error {
+		out = ic.weave(1, "status", "ipam")
+		if s, ok := shareOf(parseIPAMStatus(out), peerName(3)); !ok || !s.unreachable {
+			return fmt.Errorf("h3 not unreachable yet:\n%s", out)
+		}
+		return nil
+	})
+	rm := strings.TrimSpace(ic.weave(1, "rmpeer", peerName(3)))
+	var n int
+	if _, err := fmt.Sscanf(rm, "%d IPs taken over from "+peerName(3), &n); err != nil || n == 0 {
+		t.Fatalf("weave rmpeer printed %q, want \"N IPs taken over from %s\" with N > 0", rm, peerName(3))
+	}
+	start := time.Now()
+	netnstest.WaitFor(t, takeoverTimeout, "h1 and h2 own the whole range", func() error {
+		for _, i := range []int{1, 2} {
+			out = ic.weave(i, "status", "ipam")
+			shares := parseIPAMStatus(out)
+			total := 0
+			for _, s := range shares {
+				total += s.ips
+			}
+			if _, has3 := shareOf(shares, peerName(3)); has3 || total != 1<<(32-ic.rng.Bits()) {
+				return fmt.Errorf("h%d still lists h3 or misses space:\n%s", i, out)
+			}
+		}
+		return nil
+	})
+	ic.attachAuto(1, "c5")
+	ic.attachAuto(2, "c6")
+	if d := time.Since(start); d > takeoverTimeout {
+		t.Errorf("allocating after rmpeer took %v, want < %v", d, takeoverTimeout)
+	}
+	t.Logf("after rmpeer (%s), h1 `weave status ipam`:\n%s", rm, out)
+}
+
+// (d) consensus=3 with one router up: attach fails within the bounded wait
+// naming what is missing, and `weave status ipam` says the same.
+func TestIPAMConsensusImpossible(t *testing.T) {
+	t.Parallel()
+	ic := newIPAMCluster(t, 1, "10.41.0.0/24", "--ipalloc-init", "consensus=3", "--ipalloc-consensus-timeout=3s")
+	ic.solo = true
+	ic.launch(1)
+	c := ic.tp.NewContainer(ic.host(1), "c1", "")
+	start := time.Now()
+	out, err := ic.tp.Weave(ic.host(1), "attach", netnstest.NSPath(c.NS))
+	took := time.Since(start)
+	if err == nil {
+		t.Fatalf("attach succeeded without consensus: %q", out)
+	}
+	t.Logf("attach failed after %v: %v", took.Round(time.Millisecond), err)
+	if took > 30*time.Second {
+		t.Errorf("attach took %v to fail, want a bounded wait (3s timeout + one tick)", took)
+	}
+	for _, want := range []string{"awaiting consensus", "quorum: 2", "more peer(s) must join"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("attach error lacks %q: %v", want, err)
+		}
+	}
+	status := ic.weave(1, "status", "ipam")
+	if !strings.Contains(status, "awaiting consensus") {
+		t.Errorf("`weave status ipam` does not say awaiting consensus:\n%s", status)
+	}
+	if _, e := netnstest.Output(c.NS, "ip", "link", "show", "ethwe"); e == nil {
+		t.Errorf("a failed attach left an ethwe interface in the container")
+	}
+}
