@@ -66,6 +66,8 @@ type Allocator struct {
 	space     *space.Space
 	paxos     *paxos.Node
 	electing  bool
+	proposed  bool   // we have proposed in this election
+	lastPaxos string // paxos state at the previous tick (progress check)
 	nicknames map[mesh.PeerName]string
 	owned     map[string][]address.CIDR // ident -> addresses
 	pending   []*op

@@ -220,3 +220,18 @@ func TestStopIdempotentAndFailsPending(t *testing.T) {
 		t.Fatalf("allocate after Stop: %v", err)
 	}
 }
+
+// TestElectionAfterPeriodicGossip: periodic gossip makes every peer join the
+// election before anyone has proposed; a later allocation must still
+// propose (regression: it used to wait for a proposal that never came).
+func TestElectionAfterPeriodicGossip(t *testing.T) {
+	n := newMemNet(t, 8)
+	a := n.addPeer(1, consensus(3))
+	n.addPeer(2, consensus(3))
+	n.addPeer(3, consensus(3))
+	n.periodic()
+	n.pump()
+	if r := n.allocate(a, "c1", universe12); r.err != nil {
+		t.Fatalf("allocate after periodic gossip: %v", r.err)
+	}
+}

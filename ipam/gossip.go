@@ -96,8 +96,9 @@ func (a *Allocator) update(src mesh.PeerName, st *gossipState, unicast bool) err
 		}
 		a.paxos.Update(st.Paxos)
 		a.thinkPaxos()
-	case st.Paxos == nil && a.paxos.IsElector() && !a.electing:
+	case st.Paxos == nil && a.paxos.IsElector() && !a.proposed:
 		a.startElection() // an observer wants a ring
+		a.proposed = true
 		a.paxos.Propose()
 		a.thinkPaxos()
 	}

@@ -90,8 +90,7 @@ func (a *Allocator) onTick() {
 	}
 	a.pending = slices.DeleteFunc(a.pending, func(o *op) bool { return o.done })
 	if a.ring.Empty() && a.electing && a.paxos.IsElector() {
-		a.paxos.Think()
-		a.broadcast() // re-send our claims: gossip may have been lost
+		a.retryElection()
 	}
 	a.checkTakeovers()
 }
@@ -276,6 +275,9 @@ func (a *Allocator) establishRing() bool {
 	}
 	if !a.electing {
 		a.startElection()
+	}
+	if !a.proposed {
+		a.proposed = true
 		a.paxos.Propose()
 	}
 	a.thinkPaxos()
@@ -383,4 +385,19 @@ func (a *Allocator) state() *gossipState {
 		st.Ring = a.ring.Clone()
 	}
 	return st
+}
+
+// retryElection (on tick, no ring yet) re-sends our claims, since gossip
+// may have been lost, and, when the election made no progress for a whole
+// tick while operations wait, proposes a higher round (with probability
+// 1/2, so duelling proposers do not stay in step).
+func (a *Allocator) retryElection() {
+	snapshot := fmt.Sprint(a.paxos.GossipState())
+	if snapshot == a.lastPaxos && len(a.pending) > 0 && a.cfg.Rand.IntN(2) == 0 {
+		a.proposed = true
+		a.paxos.Propose()
+	}
+	a.lastPaxos = snapshot
+	a.thinkPaxos()
+	a.broadcast()
 }
