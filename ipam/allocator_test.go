@@ -235,3 +235,42 @@ func TestElectionAfterPeriodicGossip(t *testing.T) {
 		t.Fatalf("allocate after periodic gossip: %v", r.err)
 	}
 }
+
+// TestEarlyClaimIsProtected: a claim accepted before the ring exists
+// (noErrorOnUnknown) is honoured once the ring arrives: the address is
+// never handed to another container.
+func TestEarlyClaimIsProtected(t *testing.T) {
+	n := newMemNet(t, 9)
+	a := n.addPeer(1, consensus(3))
+	if err := a.Claim(context.Background(), "early", address.MustParseCIDR("10.32.0.1/12"), true); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Status().Entries) != 0 {
+		t.Fatal("ring exists already; the test needs a claim before consensus")
+	}
+	n.addPeer(2, consensus(3))
+	r := n.allocate(a, "late", universe12)
+	if r.err != nil || r.c.String() == "10.32.0.1/12" {
+		t.Fatalf("late allocation got %v %v (the early claim's address?)", r.c, r.err)
+	}
+}
+
+// TestDifferentSeedsReported: gossip from a ring seeded by other peers is
+// refused, and status says so.
+func TestDifferentSeedsReported(t *testing.T) {
+	n := newMemNet(t, 10)
+	a := n.addPeer(1, consensus(1))
+	b := n.addPeer(2, consensus(1))
+	n.mu.Lock()
+	n.group[b.cfg.OurName] = 1
+	n.mu.Unlock()
+	n.allocate(a, "x", universe12)
+	n.allocate(b, "y", universe12)
+	n.mu.Lock()
+	clear(n.group)
+	n.mu.Unlock()
+	n.round(5e9)
+	if p := a.Status().Problem; !strings.Contains(p, "seeded by different peers") {
+		t.Fatalf("status problem %q", p)
+	}
+}

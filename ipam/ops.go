@@ -334,6 +334,22 @@ func (a *Allocator) syncSpace() {
 		}
 	}
 	a.mine = now
+	a.claimRecorded()
+}
+
+// claimRecorded marks addresses recorded before we owned their range
+// (claims made with noErrorOnUnknown, restored state) as allocated, so
+// they are never handed out again.
+func (a *Allocator) claimRecorded() {
+	for ident, cs := range a.owned {
+		for _, c := range cs {
+			if a.space.Owns(c.Addr) && !a.space.IsAllocated(c.Addr) {
+				if err := a.space.Claim(c.Addr); err != nil {
+					a.log.Warn("cannot claim recorded address", "container", ident, "addr", c.Addr, "err", err)
+				}
+			}
+		}
+	}
 }
 
 // subtractAll returns the parts of xs not covered by ys.

@@ -1,10 +1,12 @@
 package ipam
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 
+	"github.com/seedf75a49c6/weave/ipam/ring"
 	"github.com/weaveworks/mesh"
 )
 
@@ -101,6 +103,9 @@ func (a *Allocator) stateLine() (state, problem string) {
 			}
 			return "waiting for IP(s) to become available", p
 		}
+	}
+	if a.lastError != nil && (errors.Is(a.lastError, ring.ErrDifferentSeeds) || errors.Is(a.lastError, ring.ErrDifferentRange)) {
+		return "ready", fmt.Sprintf("refusing gossip from another IPAM cluster: %v", a.lastError)
 	}
 	if len(a.tentative) > 0 {
 		return "ready", a.takeoverProblem()
