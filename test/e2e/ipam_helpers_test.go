@@ -90,21 +90,33 @@ func (ic *ipamCluster) weave(i int, args ...string) string {
 }
 
 // attachAuto creates container name on host i and attaches it with no
-// address (IPAM allocates); it returns the container with its address.
+// address (IPAM allocates in the default subnet); it returns the container
+// with its address.
 func (ic *ipamCluster) attachAuto(i int, name string) *netnstest.Container {
 	ic.t.Helper()
+	return ic.attachIn(i, name, ic.rng)
+}
+
+// attachIn is attachAuto with `net:<subnet>` (the default subnet when
+// subnet is the whole range).
+func (ic *ipamCluster) attachIn(i int, name string, subnet netip.Prefix) *netnstest.Container {
+	ic.t.Helper()
 	c := ic.tp.NewContainer(ic.host(i), name, "")
+	args := []string{"attach", netnstest.NSPath(c.NS)}
+	if subnet != ic.rng {
+		args = []string{"attach", "net:" + subnet.String(), netnstest.NSPath(c.NS)}
+	}
 	start := time.Now()
-	out := ic.weave(i, "attach", netnstest.NSPath(c.NS))
+	out := ic.weave(i, args...)
 	ip, err := netip.ParseAddr(strings.TrimSpace(out))
 	if err != nil {
-		ic.t.Fatalf("weave attach %s on h%d printed %q, want one address", name, i, out)
+		ic.t.Fatalf("weave %s on h%d printed %q, want one address", strings.Join(args, " "), i, out)
 	}
-	if !ic.rng.Contains(ip) {
-		ic.t.Fatalf("%s got %s, outside --ipalloc-range %s", name, ip, ic.rng)
+	if !subnet.Contains(ip) {
+		ic.t.Fatalf("%s got %s, outside %s", name, ip, subnet)
 	}
 	ic.t.Logf("%s on h%d: %s (allocated in %v)", name, i, ip, time.Since(start).Round(time.Millisecond))
-	c.CIDR = netip.PrefixFrom(ip, ic.rng.Bits()).String()
+	c.CIDR = netip.PrefixFrom(ip, subnet.Bits()).String()
 	if got := ifaceAddrs(ic.t, c.NS, "ethwe"); len(got) != 1 || got[0] != c.CIDR {
 		ic.t.Fatalf("%s: ethwe has %q, want [%s]", name, got, c.CIDR)
 	}

@@ -170,12 +170,16 @@ func (ic *ipamCluster) checkRmpeer(t *testing.T) {
 		}
 		return nil
 	})
-	ic.attachAuto(1, "c5")
-	ic.attachAuto(2, "c6")
+	// Only h3's former space holds h3's own container address: ask for
+	// addresses in the /24 around it, on the taker and on the other survivor.
+	former := netip.PrefixFrom(netip.MustParseAddr(ic.byName["c3"].IP()), 24).Masked()
+	ic.attachIn(1, "c5", former)
+	ic.attachIn(2, "c6", former)
+	ic.attachAuto(2, "c7")
 	if d := time.Since(start); d > takeoverTimeout {
 		t.Errorf("allocating after rmpeer took %v, want < %v", d, takeoverTimeout)
 	}
-	t.Logf("after rmpeer (%s), h1 `weave status ipam`:\n%s", rm, out)
+	t.Logf("after rmpeer (%s), h2 `weave status ipam`:\n%s", rm, out)
 }
 
 // (d) consensus=3 with one router up: attach fails within the bounded wait
