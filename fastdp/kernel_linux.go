@@ -193,6 +193,10 @@ func (netlinkKernel) OpenPacket(dev string) (PacketConn, error) {
 type packetConn struct{ f *os.File }
 
 // zeroSrcFilter accepts frames whose source MAC (bytes 6..11) is all zero.
+// The socket must be ETH_P_ALL: only those taps run before the bridge's
+// rx_handler, which drops zero-source frames (a socket bound to a specific
+// ethertype would never see a heartbeat on a bridge port). The filter
+// keeps the per-packet cost for data frames to a few BPF instructions.
 var zeroSrcFilter = []unix.SockFilter{
 	{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 6},
 	{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 3, K: 0},
