@@ -1,25 +1,32 @@
 #!/usr/bin/env bash
-# bench.sh - one run, three data paths between two "container" namespaces:
+# bench.sh - one run, side by side, data paths between two "container" namespaces:
 #   direct   a single veth c1<->c2 (baseline, no router at all)
+#   vxlan    raw kernel VXLAN: two hosts, bridge + vxlan device + static FDB
 #   plain    weave sleeve, no password
 #   crypt    weave sleeve, --password (NaCl)
+#   wg       wireguard-go between c1 and c2 over a veth (encrypted userspace
+#            anchor; needs `wg` from wireguard-tools, builds wireguard-go
+#            from the Go module proxy into bin/ once; skipped if unavailable)
 # For each: iperf3 TCP single stream (REPS x DURATION s, median), ping RTT
 # (PING_COUNT at PING_INTERVAL), and the routers' CPU (utime+stime from
-# /proc/<pid>/stat across the TCP runs, % of one core, both routers summed).
-# Prints a table with ratios to the baseline, then runs the Go benchmarks
+# /proc/<pid>/stat across the TCP runs, % of one core, both routers summed;
+# "-" where the kernel does the work).
+# Prints a table with ratios to the baseline and to wg, then runs the Go benchmarks
 # (`go test -run '^$' -bench . -benchmem`) of every package that has one.
 # Needs root; run via `make bench`. Adapted from /work/shared/netbench.sh.
 #
 # Environment: REPS [3] DURATION [10] PING_COUNT [100] PING_INTERVAL [0.01]
 #              PASSWORD [bench-password] GO_BENCH [1] BENCHTIME [1s]
-#              SCENARIOS ["direct plain crypt"] (direct is the baseline)
+#              SCENARIOS ["direct vxlan plain crypt wg"] (direct is the baseline)
+#              WG_VERSION [pinned wireguard-go module version]
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 REPS=${REPS:-3}; DURATION=${DURATION:-10}
 PING_COUNT=${PING_COUNT:-100}; PING_INTERVAL=${PING_INTERVAL:-0.01}
 PASSWORD=${PASSWORD:-bench-password}; GO_BENCH=${GO_BENCH:-1}; BENCHTIME=${BENCHTIME:-1s}
-SCENARIOS=${SCENARIOS:-direct plain crypt}
+SCENARIOS=${SCENARIOS:-direct vxlan plain crypt wg}
+WG_VERSION=${WG_VERSION:-v0.0.0-20260522210424-ecfc5a8d5446}
 P="w$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n' | cut -c1-5)-$$"  # netnstest sweepable
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/weave-bench.XXXXXX")
 CLK_TCK=$(getconf CLK_TCK)
@@ -31,7 +38,7 @@ die() { printf 'bench: FAILED: %s\n' "$*" >&2; exit 1; }
 nsx() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 
 [ "$(id -u)" -eq 0 ] || die "needs root; run: sudo make bench"
-[ "$SCENARIOS" = direct ] || [ -x "$ROOT/bin/weaveutil" ] || die "bin/weaveutil missing; run: make build"
+case " $SCENARIOS " in *" plain "* | *" crypt "*) [ -x "$ROOT/bin/weaveutil" ] || die "bin/weaveutil missing; run: make build" ;; esac
 for t in iperf3 ping ip; do command -v "$t" >/dev/null || die "$t missing; run test/deps.sh"; done
 
 weave() {
@@ -54,7 +61,7 @@ teardown() {
 		ip netns del "$ns" 2>/dev/null || true
 	done
 	NAMESPACES=()
-	rm -rf "${TMP:?}"/h1 "${TMP:?}"/h2
+	rm -rf "${TMP:?}"/h1 "${TMP:?}"/h2 "${TMP:?}"/router.pids
 }
 on_exit() { local rc=$?; trap - EXIT; teardown; rm -rf "$TMP"; exit "$rc"; }
 trap on_exit EXIT
@@ -90,13 +97,65 @@ setup_weave() {
 	done
 }
 
+# setup_vxlan: two hosts on one underlay veth; in each a bridge with a
+# vxlan device (no learning, static FDB: flood entry and the remote
+# container's MAC towards the other host) and the container's veth.
+setup_vxlan() {
+	local i o
+	addns h1; addns h2; addns c1; addns c2
+	ip link add eth0 netns "$P-h1" type veth peer name eth0 netns "$P-h2"
+	for i in 1 2; do
+		o=$((3 - i))
+		nsx "$P-h$i" ip addr add "192.168.100.$i/24" dev eth0; nsx "$P-h$i" ip link set eth0 up
+		nsx "$P-h$i" ip link add br0 type bridge; nsx "$P-h$i" ip link set br0 up
+		nsx "$P-h$i" ip link add vx0 type vxlan id 42 dstport 4789 local "192.168.100.$i" dev eth0 nolearning
+		nsx "$P-h$i" ip link set vx0 master br0 up
+		nsx "$P-h$i" bridge fdb append 00:00:00:00:00:00 dev vx0 dst "192.168.100.$o"
+		nsx "$P-h$i" bridge fdb add "02:00:00:00:01:0$o" dev vx0 dst "192.168.100.$o" static
+		ip link add vc$i netns "$P-h$i" type veth peer name ethwe netns "$P-c$i"
+		nsx "$P-h$i" ip link set vc$i mtu 1450 master br0 up
+		nsx "$P-c$i" ip link set ethwe address "02:00:00:00:01:0$i" mtu 1450 up
+		nsx "$P-c$i" ip addr add "10.2.1.$i/24" dev ethwe
+	done
+}
+
+# setup_wg: wireguard-go in c1 and c2 over a veth; iperf3 and ping use the
+# tunnel addresses. Returns 1 (scenario skipped) when it cannot run.
+setup_wg() {
+	local i o wgbin=$ROOT/bin/wireguard-go dev
+	command -v wg >/dev/null || { say "wg: wg (wireguard-tools) not installed, skipping"; return 1; }
+	if [ ! -x "$wgbin" ]; then
+		say "wg: building wireguard-go $WG_VERSION into bin/"
+		(cd "$ROOT" && GOBIN="$TMP/gobin" go install "golang.zx2c4.com/wireguard@$WG_VERSION" &&
+			mkdir -p bin && mv "$TMP/gobin/wireguard" "$wgbin") >&2 ||
+			{ say "wg: cannot build wireguard-go, skipping"; return 1; }
+	fi
+	addns c1; addns c2
+	ip link add ul netns "$P-c1" type veth peer name ul netns "$P-c2"
+	for i in 1 2; do
+		(umask 077; wg genkey > "$TMP/wg$i.key"); wg pubkey < "$TMP/wg$i.key" > "$TMP/wg$i.pub"
+	done
+	for i in 1 2; do
+		o=$((3 - i)); dev="${P:0:6}g$i" # UAPI sockets live in the shared /var/run/wireguard
+		nsx "$P-c$i" ip addr add "192.168.100.$i/24" dev ul; nsx "$P-c$i" ip link set ul up
+		WG_PROCESS_FOREGROUND=1 ip netns exec "$P-c$i" "$wgbin" "$dev" >"$TMP/wg$i.log" 2>&1 &
+		echo $! >> "$TMP/router.pids"; disown # teardown kills it
+		local n=0
+		until nsx "$P-c$i" ip link show "$dev" >/dev/null 2>&1; do
+			n=$((n + 1)); [ "$n" -le 40 ] || die "wireguard-go did not create $dev"; sleep 0.25
+		done
+		nsx "$P-c$i" wg set "$dev" listen-port 51820 private-key "$TMP/wg$i.key" \
+			peer "$(cat "$TMP/wg$o.pub")" endpoint "192.168.100.$o:51820" allowed-ips "10.2.1.$o/32"
+		nsx "$P-c$i" ip addr add "10.2.1.$i/24" dev "$dev"; nsx "$P-c$i" ip link set "$dev" up
+	done
+}
+
 router_ticks() { # summed utime+stime of both routers, in clock ticks
-	local t=0 h pid
-	for h in h1 h2; do
-		pid=$(cat "$TMP/$h/run/weaver.pid" 2>/dev/null) || continue
+	local t=0 pid
+	while read -r pid; do
 		[ -r "/proc/$pid/stat" ] || continue
 		t=$((t + $(sed 's/^.*) //' "/proc/$pid/stat" | awk '{print $12 + $13}')))
-	done
+	done < <(cat "$TMP"/h1/run/weaver.pid "$TMP"/h2/run/weaver.pid "$TMP"/router.pids 2>/dev/null)
 	echo "$t"
 }
 
@@ -118,10 +177,10 @@ measure() {
 			| awk '/receiver/{print $(NF-2)}' >> "$TMP/$label.tcp" || true
 	done
 	c1=$(router_ticks); t1=$(date +%s%N)
+	[ "$c0" = 0 ] && [ "$c1" = 0 ] && CPU[$label]="-"
 	kill "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true
 	TCP[$label]=$(median < "$TMP/$label.tcp")
-	CPU[$label]=$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v ns=$((t1 - t0)) 'BEGIN{printf "%.0f", d/hz/(ns/1e9)*100}')
-	[ "$label" = direct ] && CPU[$label]="-"
+	[ -n "${CPU[$label]:-}" ] || CPU[$label]=$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v ns=$((t1 - t0)) 'BEGIN{printf "%.0f", d/hz/(ns/1e9)*100}')
 	say "$label: ping -c $PING_COUNT -i $PING_INTERVAL"
 	RTT[$label]=$(nsx "$P-c1" ping -q -c "$PING_COUNT" -i "$PING_INTERVAL" -W 2 10.2.1.2 \
 		| awk -F'[/ ]+' '/^rtt/{print $8}')
@@ -130,25 +189,30 @@ measure() {
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0 == 0 || b+0 == 0) print "NA"; else printf "%.2f", a/b }'; }
 
-TCP[direct]=NA; RTT[direct]=NA
+TCP[direct]=NA; RTT[direct]=NA; TCP[wg]=NA
 for s in $SCENARIOS; do
+	ok=1
 	case $s in
 	direct) say "scenario direct: one veth c1<->c2"; setup_direct ;;
+	vxlan) say "scenario vxlan: kernel VXLAN, bridge + static FDB"; setup_vxlan ;;
 	plain) say "scenario plain: weave sleeve, no password"; setup_weave ;;
 	crypt) say "scenario crypt: weave sleeve, --password"; setup_weave --password "$PASSWORD" ;;
+	wg) say "scenario wg: wireguard-go c1<->c2"; setup_wg || ok=0 ;;
 	*) die "unknown scenario $s" ;;
 	esac
-	measure "$s"
+	if [ "$ok" = 1 ]; then measure "$s"; else TCP[$s]=NA RTT[$s]=NA CPU[$s]="-"; fi
 	teardown
 done
 
 echo
-printf '%-8s %12s %8s %12s %8s %14s\n' path "TCP Mbit/s" "x base" "RTT avg ms" "x base" "router CPU %"
+printf '%-8s %12s %8s %8s %12s %8s %12s %14s\n' path "TCP Mbit/s" "x base" "x wg" "RTT avg ms" "x base" "RTT-base ms" "router CPU %"
 for l in $SCENARIOS; do
-	printf '%-8s %12s %8s %12s %8s %14s\n' "$l" "${TCP[$l]}" "$(ratio "${TCP[$l]}" "${TCP[direct]}")" \
-		"${RTT[$l]}" "$(ratio "${RTT[$l]}" "${RTT[direct]}")" "${CPU[$l]}"
+	printf '%-8s %12s %8s %8s %12s %8s %12s %14s\n' "$l" "${TCP[$l]}" "$(ratio "${TCP[$l]}" "${TCP[direct]}")" \
+		"$(ratio "${TCP[$l]}" "${TCP[wg]}")" "${RTT[$l]}" "$(ratio "${RTT[$l]}" "${RTT[direct]}")" \
+		"$(awk -v a="${RTT[$l]}" -v b="${RTT[direct]}" 'BEGIN{ if (a+0 == 0 || b+0 == 0) print "NA"; else printf "%.3f", a-b }')" "${CPU[$l]}"
 done
-echo "(TCP: median of $REPS x ${DURATION}s single stream; RTT: ping -c $PING_COUNT -i $PING_INTERVAL; CPU: both routers, % of one core during TCP)"
+echo "(TCP: median of $REPS x ${DURATION}s single stream; RTT: ping -c $PING_COUNT -i $PING_INTERVAL; CPU: both routers"
+echo " (weaver or wireguard-go), % of one core during TCP; machine load while measuring: $(cut -d' ' -f1-3 /proc/loadavg))"
 
 if [ "$GO_BENCH" = 1 ]; then
 	echo
