@@ -3,8 +3,11 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +34,7 @@ func TestIPAMLifecycle(t *testing.T) {
 		{"(e) expose", ic.checkExpose},
 		{"(b) SIGKILL keeps addresses", ic.checkRestart},
 		{"(c) rmpeer of a dead peer", ic.checkRmpeer},
+		{"(f) weave reset hands space over", ic.checkResetHandOver},
 	}
 	for _, p := range phases {
 		t.Logf("=== phase %s", p.name)
@@ -180,6 +184,60 @@ func (ic *ipamCluster) checkRmpeer(t *testing.T) {
 		t.Errorf("allocating after rmpeer took %v, want < %v", d, takeoverTimeout)
 	}
 	t.Logf("after rmpeer (%s), h2 `weave status ipam`:\n%s", rm, out)
+}
+
+// (f) `weave reset` on h2 hands its ranges to h1 before the router stops.
+func (ic *ipamCluster) checkResetHandOver(t *testing.T) {
+	ic.weave(2, "reset")
+	var out string
+	netnstest.WaitFor(t, takeoverTimeout, "h1 owns the whole range after h2's reset", func() error {
+		out = ic.weave(1, "status", "ipam")
+		shares := parseIPAMStatus(out)
+		if len(shares) != 1 || shares[0].peer != peerName(1) || shares[0].ips != 1<<(32-ic.rng.Bits()) {
+			return fmt.Errorf("h1 `weave status ipam`:\n%s", out)
+		}
+		return nil
+	})
+	ic.attachIn(1, "c8", netip.PrefixFrom(netip.MustParseAddr(ic.byName["c2"].IP()), 24).Masked())
+}
+
+// TestIPAMPersistenceEdges: a changed --ipalloc-range discards the old ring
+// with a log line, and a corrupt database stops the router with a message
+// naming the file, which is left as it was.
+func TestIPAMPersistenceEdges(t *testing.T) {
+	t.Parallel()
+	ic := newIPAMCluster(t, 1, "10.42.0.0/24")
+	ic.solo = true // quorum 1: the ring is created at the first allocation
+	h := ic.host(1)
+	ic.launch(1)
+	ic.attachAuto(1, "c1")
+	ic.weave(1, "stop")
+
+	ic.rng = netip.MustParsePrefix("10.43.0.0/24")
+	ic.launch(1)
+	ic.attachAuto(1, "c2")
+	log, err := os.ReadFile(filepath.Join(h.RunDir, "weaver.log"))
+	if err != nil || !strings.Contains(string(log), "--ipalloc-range changed") {
+		t.Errorf("relaunch with another range did not log the discarded ring (%v):\n%s", err, log)
+	}
+	ic.weave(1, "stop")
+
+	db := filepath.Join(h.DataDir, "weavedata.db")
+	junk := bytes.Repeat([]byte("not a bolt database "), 1000)
+	if err := os.WriteFile(db, junk, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ic.tp.Weave(h, "launch", "--name", peerName(1), "--ipalloc-range", ic.rng.String(), "--no-fastdp")
+	if err == nil {
+		t.Fatalf("launch with a corrupt database succeeded:\n%s", out)
+	}
+	t.Logf("launch with a corrupt database: %v", err)
+	if msg := err.Error() + out; !strings.Contains(msg, db) || !strings.Contains(msg, "unreadable") {
+		t.Errorf("launch error does not name %s as unreadable: %v\n%s", db, err, out)
+	}
+	if after, _ := os.ReadFile(db); !bytes.Equal(after, junk) {
+		t.Errorf("the corrupt database was modified (%d bytes, was %d)", len(after), len(junk))
+	}
 }
 
 // (d) consensus=3 with one router up: attach fails within the bounded wait
