@@ -132,7 +132,13 @@ func (a *Allocator) takeover(peer string) (address.Count, error) {
 	if a.ring.Empty() {
 		return 0, fmt.Errorf("rmpeer %s: %w", a.peerLabel(p), ErrNoConsensus)
 	}
+	// Token holders and every reachable peer must acknowledge.
 	holders := a.ring.PeerNames()
+	for q := range a.nicknames {
+		if a.cfg.IsKnownPeer(q) {
+			holders[q] = struct{}{}
+		}
+	}
 	var moved []address.Address
 	for _, e := range a.ring.AllEntries() {
 		if e.Peer == p {
