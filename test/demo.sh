@@ -1,7 +1,8 @@
 #!/bin/sh
 # demo.sh - three weave routers in network-namespace "hosts", encrypted
 # with a password; the underlay link h1<->h3 is cut, so c1<->c3 travels
-# through h2. Shows pings and the routers' status, then tears everything
+# through h2. IPAM (consensus among the three) gives c1..c3 their
+# addresses. Shows pings and the routers' status, then tears everything
 # down (also on failure or Ctrl-C). Needs root; run via `make demo`.
 set -eu
 
@@ -96,30 +97,36 @@ for i in 2 1 3; do
 	[ "$i" -eq 2 ] || peers=192.168.100.2
 	# shellcheck disable=SC2086 # empty $peers must vanish
 	name=$(weave "h$i" launch --password "$PASSWORD" --name "aa:00:00:00:00:0$i" --nickname "h$i" \
-		--ipalloc-range "" --no-fastdp $peers) || die "weave launch on h$i"
+		--ipalloc-range 10.32.0.0/12 --ipalloc-init consensus=3 --no-fastdp $peers) || die "weave launch on h$i"
 	echo "h$i: peer $name"
-done
-
-say "attaching containers c1..c3 (10.2.1.N/24) with weave attach"
-for i in 1 2 3; do
-	addns "c$i"
-	weave "h$i" attach "10.2.1.$i/24" "/var/run/netns/$P-c$i"
 done
 
 say "waiting for h1 and h3 to establish their connections to h2"
 wait_for 30 "h1 -> h2 established" established h1 192.168.100.2
 wait_for 30 "h3 -> h2 established" established h3 192.168.100.2
 
+say "attaching containers c1..c3 with weave attach (no address: IPAM allocates)"
+for i in 1 2 3; do
+	addns "c$i"
+	ip=$(weave "h$i" attach "/var/run/netns/$P-c$i") || die "weave attach on h$i"
+	echo "c$i: $ip"
+	eval "IP$i=\$ip"
+done
+
+[ "$IP1" != "$IP2" ] && [ "$IP2" != "$IP3" ] && [ "$IP1" != "$IP3" ] || die "IPAM gave duplicate addresses"
+
 say "ping c1 -> c2 (one hop)"
-wait_for 20 "first ping c1 -> c2" nsx "$P-c1" ping -c 1 -W 1 10.2.1.2
-nsx "$P-c1" ping -c 3 -i 0.2 10.2.1.2
+wait_for 20 "first ping c1 -> c2" nsx "$P-c1" ping -c 1 -W 1 "$IP2"
+nsx "$P-c1" ping -c 3 -i 0.2 "$IP2"
 
 say "ping c1 -> c3 (h1 and h3 cannot talk: relayed by h2)"
-wait_for 20 "first ping c1 -> c3" nsx "$P-c1" ping -c 1 -W 1 10.2.1.3
-nsx "$P-c1" ping -c 3 -i 0.2 10.2.1.3
+wait_for 20 "first ping c1 -> c3" nsx "$P-c1" ping -c 1 -W 1 "$IP3"
+nsx "$P-c1" ping -c 3 -i 0.2 "$IP3"
 
 say "weave status (h1)"
 weave h1 status
+say "weave status ipam (h1: each peer's share of 10.32.0.0/12)"
+weave h1 status ipam
 say "weave status peers (h1)"
 weave h1 status peers
 say "weave status connections (h1: h3 is unreachable, h2 established and encrypted)"
