@@ -2,6 +2,7 @@ package ipam
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/seedf75a49c6/weave/ipam/address"
@@ -11,10 +12,20 @@ import (
 // threePeers returns a ring split between peers 1, 2, 3 (3 being the one
 // that will die), each with one allocation.
 func threePeers(t *testing.T, seed uint64) (*memNet, *Allocator, *Allocator, *Allocator) {
+	return threePeersWith(t, seed, nil)
+}
+
+func threePeersWith(t *testing.T, seed uint64, mutate func(*Config)) (*memNet, *Allocator, *Allocator, *Allocator) {
 	n := newMemNet(t, seed)
-	a := n.addPeer(1, consensus(3))
-	b := n.addPeer(2, consensus(3))
-	x := n.addPeer(3, consensus(3))
+	cfg := func(c *Config) {
+		consensus(3)(c)
+		if mutate != nil {
+			mutate(c)
+		}
+	}
+	a := n.addPeer(1, cfg)
+	b := n.addPeer(2, cfg)
+	x := n.addPeer(3, cfg)
 	for i, p := range []*Allocator{a, b, x} {
 		if r := n.allocate(p, string(rune('a'+i)), universe12); r.err != nil {
 			t.Fatal(r.err)
@@ -128,5 +139,37 @@ func TestShutdownHandsOver(t *testing.T) {
 	}
 	if r := n.allocate(a, "late", universe12); !errors.Is(r.err, ErrShutdown) {
 		t.Fatalf("allocate after shutdown: %v", r.err)
+	}
+}
+
+// TestTentativeTakeoverSurvivesRestart: an unacknowledged takeover is
+// persisted, so a restart does not make the space allocatable early.
+func TestTentativeTakeoverSurvivesRestart(t *testing.T) {
+	path := t.TempDir() + "/weavedata.db"
+	s := openStore(t, path)
+	n, a, b, x := threePeersWith(t, 14, func(c *Config) {
+		if c.OurName == 0x0a0000000001 {
+			c.Store = s
+		}
+	})
+	xs := xStart(x)
+	kill(n, x)
+	n.mu.Lock()
+	n.group[b.cfg.OurName] = 5 // b cannot acknowledge
+	n.mu.Unlock()
+	if _, err := a.AdminTakeoverRanges("p3"); err != nil {
+		t.Fatal(err)
+	}
+	a.Stop()
+	s.Close()
+	s2 := openStore(t, path)
+	defer s2.Close()
+	n2 := newMemNet(t, 15)
+	a2 := n2.addPeer(1, func(c *Config) { c.Store = s2 })
+	if owns(a2, xs) {
+		t.Fatal("unacknowledged takeover became allocatable after restart")
+	}
+	if p := a2.Status().Problem; !strings.Contains(p, "acknowledgement") {
+		t.Fatalf("status problem %q", p)
 	}
 }

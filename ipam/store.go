@@ -30,6 +30,18 @@ type Persisted struct {
 	PeerName mesh.PeerName
 	Ring     *ring.Ring // nil until the ring exists
 	Owned    map[string]OwnedData
+	// Tentative are unacknowledged rmpeer takeovers (our own key, not
+	// Weave's): after a restart they must still not be allocatable.
+	Tentative []TentativeData
+}
+
+// TentativeData is one persisted unacknowledged takeover.
+type TentativeData struct {
+	Token   address.Address
+	From    mesh.PeerName
+	Range   address.Range
+	Version uint32
+	Need    []mesh.PeerName
 }
 
 // Store persists IPAM state. Load returns (nil, nil) for an empty store.
@@ -45,6 +57,7 @@ var (
 	keyPeerName    = []byte("peername")
 	keyRing        = []byte("ring")
 	keyOwned       = []byte("ownedAddresses")
+	keyTentative   = []byte("weave-successor:tentativeTakeovers")
 	currentVersion = []byte{1, 0}
 )
 
@@ -117,6 +130,11 @@ func (s *BoltStore) Load() (p *Persisted, err error) {
 				return fmt.Errorf("key ownedAddresses: %w", err)
 			}
 		}
+		if raw := b.Get(keyTentative); raw != nil {
+			if err := gobDecode(raw, &p.Tentative); err != nil {
+				return fmt.Errorf("key %s: %w", keyTentative, err)
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -132,7 +150,7 @@ func (s *BoltStore) Save(p *Persisted) error {
 		for _, kv := range []struct {
 			k []byte
 			v any
-		}{{keyPeerName, p.PeerName}, {keyRing, p.Ring}, {keyOwned, p.Owned}} {
+		}{{keyPeerName, p.PeerName}, {keyRing, p.Ring}, {keyOwned, p.Owned}, {keyTentative, p.Tentative}} {
 			if kv.k[0] == 'r' && p.Ring == nil {
 				if err := b.Delete(kv.k); err != nil {
 					return err
@@ -183,6 +201,13 @@ func (a *Allocator) restore() error {
 	if p.Ring != nil {
 		p.Ring.Peer = a.cfg.OurName
 		a.ring = p.Ring
+		for _, t := range p.Tentative {
+			tk := &takeover{from: t.From, rng: t.Range, version: t.Version, need: map[mesh.PeerName]bool{}}
+			for _, q := range t.Need {
+				tk.need[q] = true
+			}
+			a.tentative[t.Token] = tk
+		}
 		a.syncSpace()
 	}
 	for ident, od := range p.Owned {
@@ -209,6 +234,15 @@ func (a *Allocator) persist() {
 	for ident, cs := range a.owned {
 		p.Owned[ident] = OwnedData{IsContainer: true, Cidrs: cs}
 	}
+	for tok, t := range a.tentative {
+		td := TentativeData{Token: tok, From: t.from, Range: t.rng, Version: t.version}
+		for q := range t.need {
+			td.Need = append(td.Need, q)
+		}
+		slices.Sort(td.Need)
+		p.Tentative = append(p.Tentative, td)
+	}
+	slices.SortFunc(p.Tentative, func(x, y TentativeData) int { return int(int64(x.Token) - int64(y.Token)) })
 	fp := fingerprint(p)
 	if fp == a.lastSaved {
 		return
@@ -234,5 +268,6 @@ func fingerprint(p *Persisted) string {
 	for _, id := range ids {
 		fmt.Fprintf(&b, "|%s=%v", id, p.Owned[id].Cidrs)
 	}
+	fmt.Fprintf(&b, "|tentative=%v", p.Tentative)
 	return b.String()
 }
