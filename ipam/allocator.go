@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/seedf75a49c6/weave/ipam/address"
 	"github.com/seedf75a49c6/weave/ipam/paxos"
@@ -388,7 +389,7 @@ func checkIdent(ident string) error {
 		return fmt.Errorf("check container ID %q: %w: must be 1-256 bytes", ident, ErrBadIdent)
 	}
 	for _, c := range ident {
-		if c <= ' ' || c == '/' || c == 0x7f {
+		if c < ' ' || c == 0x7f || c == utf8.RuneError {
 			return fmt.Errorf("check container ID %q: %w: contains %q", ident, ErrBadIdent, c)
 		}
 	}

@@ -144,7 +144,7 @@ func TestBadInput(t *testing.T) {
 	n := newMemNet(t, 6)
 	a := n.addPeer(1, consensus(1))
 	ctx := context.Background()
-	for _, id := range []string{"", "a/b", "with space", strings.Repeat("x", 300), "nul\x00"} {
+	for _, id := range []string{"", "tab\there", "bad\xffutf8", strings.Repeat("x", 300), "nul\x00"} {
 		if _, err := a.Allocate(ctx, id, universe12); !errors.Is(err, ErrBadIdent) {
 			t.Errorf("ident %q: %v", id, err)
 		}
@@ -176,8 +176,10 @@ func TestBadInput(t *testing.T) {
 		Init: Init{Mode: InitSeed, Seeds: []meshName{1, 2, 3, 4, 5}}}); !errors.Is(err, ErrConfig) {
 		t.Errorf("range too small for seeds: %v", err)
 	}
-	if r := n.allocate(a, "ok", universe12); r.err != nil {
-		t.Fatalf("allocator broken after bad input: %v", r.err)
+	for _, id := range []string{"ok", "weave:expose", "/var/run/netns/c1", "1234", "with space"} {
+		if r := n.allocate(a, id, universe12); r.err != nil {
+			t.Fatalf("allocate for %q after bad input: %v", id, r.err)
+		}
 	}
 }
 
