@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -90,5 +91,36 @@ func TestAddIPAMFillsSummaryAndGauges(t *testing.T) {
 	}
 	if b, err := json.Marshal(&rep); err != nil || !json.Valid(b) {
 		t.Errorf("report does not encode: %v", err)
+	}
+}
+
+// TestGoldenReportWithIPAM: Weave 2.8.1's report.json from the plain-ipam
+// capture, with its IPAM object decoded into ipam.Status (what addIPAM
+// puts in the report), re-encodes to the same bytes: field names, order,
+// nulls and indentation.
+func TestGoldenReportWithIPAM(t *testing.T) {
+	files, _ := filepath.Glob("/work/shared/testdata/weave-2.8.1/plain-ipam/http/h*/report.json")
+	if len(files) == 0 {
+		t.Skip("SKIPPING: Weave 2.8.1 plain-ipam testdata not found")
+	}
+	for _, f := range files {
+		want, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var raw struct{ IPAM json.RawMessage }
+		var rep weaver.Report
+		var st ipam.Status
+		if err := errors.Join(json.Unmarshal(want, &raw), json.Unmarshal(want, &rep), json.Unmarshal(raw.IPAM, &st)); err != nil {
+			t.Fatalf("decode %s: %v", f, err)
+		}
+		rep.IPAM = st
+		got, err := json.MarshalIndent(&rep, "", "    ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s re-encodes differently\n--- got\n%s\n--- want\n%s", f, got, want)
+		}
 	}
 }
