@@ -1,6 +1,7 @@
 package sleeve
 
 import (
+	"crypto/cipher"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -121,6 +122,8 @@ func (it *FrameIter) Err() error { return it.err }
 type Encoder struct {
 	sender   mesh.PeerName
 	key      *[32]byte
+	aead     cipher.AEAD // nil: secretbox (or plaintext without key)
+	nonce    [12]byte    // AEAD nonce buffer (a local would escape)
 	outbound bool
 	df       bool
 	seq      uint64
@@ -141,6 +144,22 @@ func NewEncoder(sender mesh.PeerName, key *[32]byte, outbound, df bool) *Encoder
 		e.plain = make([]byte, MaxUDPPayload)
 	}
 	return e
+}
+
+// NewEncoderCipher is NewEncoder for a connection that negotiated c (see
+// CipherFeature). The AEAD ciphers seal in place: sender(6) |
+// seqNoAndDF(8) | ciphertext | tag(16), with the first 14 bytes as
+// additional data, so the sender field is authenticated too.
+func NewEncoderCipher(sender mesh.PeerName, key *[32]byte, c Cipher, outbound, df bool) (*Encoder, error) {
+	if key == nil || c == CipherSecretbox {
+		return NewEncoder(sender, key, outbound, df), nil
+	}
+	a, err := newAEAD(c, key)
+	if err != nil {
+		return nil, err
+	}
+	return &Encoder{sender: sender, key: key, aead: a, outbound: outbound, df: df,
+		limit: MaxUDPPayload, out: make([]byte, MaxUDPPayload)}, nil
 }
 
 // Overhead returns the per-datagram overhead of this encoder.
@@ -204,6 +223,9 @@ func (e *Encoder) AppendZero(src, dst mesh.PeerName, n int, tail []byte) bool {
 }
 
 func (e *Encoder) frameBuf() []byte {
+	if e.aead != nil {
+		return e.out[NameSize+SeqSize:]
+	}
 	if e.key != nil {
 		return e.plain
 	}
@@ -223,6 +245,12 @@ func (e *Encoder) Seal() []byte {
 	}
 	e.seq++
 	binary.BigEndian.PutUint64(e.out[NameSize:], v)
+	if e.aead != nil {
+		const hdr = NameSize + SeqSize
+		aeadNonce(&e.nonce, e.outbound, v)
+		sealed := e.aead.Seal(e.out[hdr:hdr], e.nonce[:], e.out[hdr:hdr+e.n], e.out[:hdr])
+		return e.out[:hdr+len(sealed)]
+	}
 	var nonce [24]byte
 	makeNonce(&nonce, e.outbound, v)
 	head := e.out[:NameSize+SeqSize]

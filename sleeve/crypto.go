@@ -1,6 +1,7 @@
 package sleeve
 
 import (
+	"crypto/cipher"
 	"errors"
 	"fmt"
 
@@ -86,6 +87,8 @@ func (w *ReplayWindow) Check(seq uint64) bool {
 // Not safe for concurrent use (the receive loop owns it).
 type Opener struct {
 	key            *[32]byte
+	aead           cipher.AEAD // nil: secretbox
+	nonce          [12]byte    // AEAD nonce buffer (a local would escape)
 	senderOutbound bool
 	df, nonDF      *ReplayWindow
 }
@@ -96,9 +99,24 @@ func NewOpener(key *[32]byte, senderOutbound bool) *Opener {
 	return &Opener{key: key, senderOutbound: senderOutbound, df: NewReplayWindow(), nonDF: NewReplayWindow()}
 }
 
-// Open authenticates and decrypts datagram d into out (which must not
-// overlap d) and returns the plaintext frames. Replays are detected only
-// after successful authentication.
+// NewOpenerCipher is NewOpener for a connection that negotiated c.
+func NewOpenerCipher(key *[32]byte, c Cipher, senderOutbound bool) (*Opener, error) {
+	o := NewOpener(key, senderOutbound)
+	if c == CipherSecretbox {
+		return o, nil
+	}
+	a, err := newAEAD(c, key)
+	if err != nil {
+		return nil, err
+	}
+	o.aead = a
+	return o, nil
+}
+
+// Open authenticates and decrypts datagram d and returns the plaintext
+// frames. Secretbox decrypts into out, which must not overlap d; the AEAD
+// ciphers decrypt in place, inside d, and ignore out. Replays are detected
+// only after successful authentication.
 func (o *Opener) Open(out, d []byte) ([]byte, error) {
 	h, err := ParseSealed(d)
 	if err != nil {
@@ -108,9 +126,17 @@ func (o *Opener) Open(out, d []byte) ([]byte, error) {
 	if h.DF {
 		v |= dfBit
 	}
-	var nonce [24]byte
-	makeNonce(&nonce, o.senderOutbound, v)
-	plain, ok := secretbox.Open(out[:0], h.Sealed, &nonce, o.key)
+	var plain []byte
+	ok := false
+	if o.aead != nil {
+		aeadNonce(&o.nonce, o.senderOutbound, v)
+		plain, err = o.aead.Open(h.Sealed[:0], o.nonce[:], h.Sealed, d[:NameSize+SeqSize])
+		ok = err == nil
+	} else {
+		var nonce [24]byte
+		makeNonce(&nonce, o.senderOutbound, v)
+		plain, ok = secretbox.Open(out[:0], h.Sealed, &nonce, o.key)
+	}
 	if !ok {
 		return nil, fmt.Errorf("open datagram seq %d: %w", h.Seq, ErrAuth)
 	}

@@ -15,6 +15,7 @@ type PeerDiagnostics struct {
 	ConnUID     uint64
 	Outbound    bool
 	Encrypted   bool
+	Cipher      string // "secretbox" (Weave's), "aes256gcm" or "chacha20poly1305"; "" in plaintext
 	Confirmed   bool
 	Established bool
 	StackFrag   bool   // the network reassembles fragmented UDP
@@ -65,6 +66,9 @@ func (f *forwarder) diagnostics() PeerDiagnostics {
 	}
 	if d.Jumbo {
 		d.MTU = f.jumboMTU
+	}
+	if d.Encrypted {
+		d.Cipher = f.cipher.String()
 	}
 	if ap := f.remoteAddr.Load(); ap != nil {
 		d.RemoteAddr = ap.String()

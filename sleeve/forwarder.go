@@ -67,8 +67,9 @@ type forwarder struct {
 		sync.Mutex
 		buf []byte
 	}
-	jumboMTU  int  // overlay MTU with jumbo framing
-	peerJumbo bool // both ends offer JumboFeature
+	cipher    Cipher // negotiated cipher (with a session key)
+	jumboMTU  int    // overlay MTU with jumbo framing
+	peerJumbo bool   // both ends offer JumboFeature
 
 	dfCh, nonDFCh channel
 
@@ -94,7 +95,7 @@ type forwarder struct {
 
 var _ router.Forwarder = (*forwarder)(nil)
 
-func newForwarder(o *Overlay, p mesh.OverlayConnectionParams) *forwarder {
+func newForwarder(o *Overlay, p mesh.OverlayConnectionParams) (*forwarder, error) {
 	f := &forwarder{
 		o: o, params: p, remote: p.RemotePeer.Name, timing: o.cfg.Timing,
 		events: make(chan event, 64),
@@ -107,11 +108,8 @@ func newForwarder(o *Overlay, p mesh.OverlayConnectionParams) *forwarder {
 	f.mtu.Store(initialMTU)
 	f.jumboMTU = JumboMTU(p.SessionKey != nil)
 	f.peerJumbo = !o.cfg.NoJumbo && p.Features[JumboFeature] == "1"
-	local := o.cfg.LocalPeer
-	f.dfCh = channel{enc: NewEncoder(local, p.SessionKey, p.Outbound, true), conn: o.socks.df}
-	f.nonDFCh = channel{enc: NewEncoder(local, p.SessionKey, p.Outbound, false), conn: o.socks.main}
-	if p.SessionKey != nil {
-		f.opener = NewOpener(p.SessionKey, !p.Outbound)
+	if err := f.initCrypto(o.cfg.LocalPeer, p); err != nil {
+		return nil, err
 	}
 	if p.Outbound && p.RemoteAddr != nil {
 		if ip, ok := netip.AddrFromSlice(p.RemoteAddr.IP); ok {
@@ -119,7 +117,31 @@ func newForwarder(o *Overlay, p mesh.OverlayConnectionParams) *forwarder {
 			f.remoteAddr.Store(&ap)
 		}
 	}
-	return f
+	return f, nil
+}
+
+// initCrypto chooses the cipher (secretbox unless both ends offer an
+// AEAD) and creates the two channels' encoders and the opener.
+func (f *forwarder) initCrypto(local mesh.PeerName, p mesh.OverlayConnectionParams) error {
+	if p.SessionKey != nil {
+		f.cipher = chooseCipher(f.o.ciphers, p.Features[CipherFeature])
+	}
+	df, err := NewEncoderCipher(local, p.SessionKey, f.cipher, p.Outbound, true)
+	if err != nil {
+		return err
+	}
+	nonDF, err := NewEncoderCipher(local, p.SessionKey, f.cipher, p.Outbound, false)
+	if err != nil {
+		return err
+	}
+	f.dfCh = channel{enc: df, conn: f.o.socks.df}
+	f.nonDFCh = channel{enc: nonDF, conn: f.o.socks.main}
+	if p.SessionKey != nil {
+		if f.opener, err = NewOpenerCipher(p.SessionKey, f.cipher, !p.Outbound); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Confirm implements mesh.OverlayConnection: start heartbeats. It is a

@@ -52,17 +52,20 @@ func TestJumboNegotiation(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
 		noJumboA, noJB bool
+		noFastCipherA  bool
 		want           bool
+		wantCipher     Cipher
 	}{
-		{"both offer", false, false, true},
-		{"A declines", true, false, false},
-		{"B declines", false, true, false},
+		{"both offer", false, false, false, true, bestCipher()},
+		{"A declines", true, false, false, false, bestCipher()},
+		{"B declines", false, true, false, false, bestCipher()},
+		{"A secretbox only", false, false, true, true, CipherSecretbox},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkGoroutines(t)
 			ha, hb := newFakeHandler(), newFakeHandler()
-			oa := newJumboOverlay(t, peerA, ha, tc.noJumboA)
-			ob := newJumboOverlay(t, peerB, hb, tc.noJB)
+			oa := newJumboOverlay(t, peerA, ha, Config{NoJumbo: tc.noJumboA, NoFastCipher: tc.noFastCipherA})
+			ob := newJumboOverlay(t, peerB, hb, Config{NoJumbo: tc.noJB})
 			if _, offered := overlayFeatures(oa)[JumboFeature]; offered == tc.noJumboA {
 				t.Fatalf("A offers jumbo = %v with NoJumbo %v", offered, tc.noJumboA)
 			}
@@ -73,6 +76,11 @@ func TestJumboNegotiation(t *testing.T) {
 			fb.Confirm()
 			awaitClosed(t, fa.EstablishedChannel(), "A established")
 			awaitClosed(t, fb.EstablishedChannel(), "B established")
+			for _, o := range []*Overlay{oa, ob} {
+				if c := o.Status().Peers[0].Cipher; c != tc.wantCipher.String() {
+					t.Fatalf("cipher %q, want %q", c, tc.wantCipher)
+				}
+			}
 			big := ipv4Frame(JumboMTU(true), true, 0)
 			if !tc.want {
 				awaitMTU(t, fa, pmtuDiscoverLen-ethHeaderLen)
@@ -112,10 +120,19 @@ func TestJumboNegotiation(t *testing.T) {
 	}
 }
 
-func newJumboOverlay(t *testing.T, name mesh.PeerName, h router.FrameHandler, noJumbo bool) *Overlay {
+// bestCipher is what two default overlays on this machine agree on.
+func bestCipher() Cipher {
+	if hasAESHardware() {
+		return CipherAES256GCM
+	}
+	return CipherChaCha20Poly1305
+}
+
+// newJumboOverlay is newTestOverlay with the knobs of cfg.
+func newJumboOverlay(t *testing.T, name mesh.PeerName, h router.FrameHandler, cfg Config) *Overlay {
 	t.Helper()
-	o, err := New(Config{Host: "127.0.0.1", LocalPeer: name, Handler: h, Logger: testLogger(t),
-		Timing: fastTiming, NoJumbo: noJumbo})
+	cfg.Host, cfg.LocalPeer, cfg.Handler, cfg.Logger, cfg.Timing = "127.0.0.1", name, h, testLogger(t), fastTiming
+	o, err := New(cfg)
 	if err != nil {
 		t.Fatalf("new overlay: %v", err)
 	}

@@ -70,13 +70,19 @@ type Config struct {
 	// false: offered, and used towards peers that offer it too once the
 	// fragmentation test has passed.
 	NoJumbo bool
+	// NoFastCipher stops us offering AEAD ciphers (see CipherFeature), so
+	// encrypted links always use Weave's secretbox. Default false:
+	// AES-256-GCM (where the CPU has AES instructions) and
+	// ChaCha20-Poly1305 are offered and used towards peers that offer them.
+	NoFastCipher bool
 }
 
 // Overlay is the sleeve overlay; it implements router.Overlay.
 type Overlay struct {
-	cfg   Config
-	log   *slog.Logger
-	socks *sockets
+	cfg     Config
+	log     *slog.Logger
+	ciphers string // our CipherFeature offer; "" with NoFastCipher
+	socks   *sockets
 
 	mu struct {
 		sync.RWMutex
@@ -108,6 +114,9 @@ func New(cfg Config) (*Overlay, error) {
 		return nil, fmt.Errorf("open sleeve sockets on %s:%d: %w", cfg.Host, cfg.Port, err)
 	}
 	o := &Overlay{cfg: cfg, log: cfg.Logger.With("overlay", "sleeve"), socks: socks}
+	if !cfg.NoFastCipher {
+		o.ciphers = offeredCiphers()
+	}
 	o.mu.byPeer = make(map[mesh.PeerName]*forwarder)
 	o.mu.all = make(map[*forwarder]struct{})
 	o.wg.Add(1)
@@ -119,10 +128,13 @@ func New(cfg Config) (*Overlay, error) {
 func (o *Overlay) Name() string { return "sleeve" }
 
 // AddFeaturesTo implements router.FeatureAdder: it offers jumbo framing
-// unless Config.NoJumbo.
+// unless Config.NoJumbo and AEAD ciphers unless Config.NoFastCipher.
 func (o *Overlay) AddFeaturesTo(features map[string]string) {
 	if !o.cfg.NoJumbo {
 		features[JumboFeature] = "1"
+	}
+	if o.ciphers != "" {
+		features[CipherFeature] = o.ciphers
 	}
 }
 
@@ -134,7 +146,10 @@ func (o *Overlay) PrepareConnection(p mesh.OverlayConnectionParams) (router.Forw
 	if p.RemotePeer == nil {
 		return nil, errors.New("prepare sleeve connection: no remote peer")
 	}
-	f := newForwarder(o, p)
+	f, err := newForwarder(o, p)
+	if err != nil {
+		return nil, fmt.Errorf("prepare sleeve connection to %s: %w", p.RemotePeer.Name, err)
+	}
 	o.mu.Lock()
 	o.mu.all[f] = struct{}{}
 	o.mu.Unlock()
