@@ -63,20 +63,21 @@ type Allocator struct {
 	gossip   mesh.Gossip
 
 	// Owned by the actor goroutine (or by New before Start).
-	ring      *ring.Ring
-	space     *space.Space
-	paxos     *paxos.Node
-	electing  bool
-	proposed  bool   // we have proposed in this election
-	lastPaxos string // paxos state at the previous tick (progress check)
-	nicknames map[mesh.PeerName]string
-	owned     map[string][]address.CIDR // ident -> addresses
-	pending   []*op
-	tentative map[address.Address]*takeover // token -> acks still needed
-	mine      []address.Range               // ring ranges our space was built from
-	shutdown  bool
-	lastError error // last ring merge failure, shown in status
-	lastSaved string
+	ring          *ring.Ring
+	space         *space.Space
+	paxos         *paxos.Node
+	electing      bool
+	proposed      bool   // we have proposed in this election
+	lastPaxos     string // paxos state at the previous tick (progress check)
+	nicknames     map[mesh.PeerName]string
+	owned         map[string][]address.CIDR // ident -> addresses
+	pending       []*op
+	tentative     map[address.Address]*takeover // token -> acks still needed
+	mine          []address.Range               // ring ranges our space was built from
+	shutdown      bool
+	lastError     error         // last ring merge failure, shown in status
+	lastErrorFrom mesh.PeerName // the peer whose ring caused it
+	lastSaved     string
 	// lastRingTo rate-limits unconditional replies to unicast ring updates.
 	lastRingTo map[mesh.PeerName]time.Time
 }

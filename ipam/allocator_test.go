@@ -3,6 +3,7 @@ package ipam
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -274,5 +275,45 @@ func TestDifferentSeedsReported(t *testing.T) {
 	n.round(5e9)
 	if p := a.Status().Problem; !strings.Contains(p, "seeded by different peers") {
 		t.Fatalf("status problem %q", p)
+	}
+}
+
+// TestIdleClusterAdoptsRing: two peers each created a ring alone (quorum 1,
+// partitioned). After the heal, the one holding no addresses abandons its
+// ring for the one in use, in either seed order; then both allocate from
+// one ring without duplicates and status shows no conflict.
+func TestIdleClusterAdoptsRing(t *testing.T) {
+	for _, busyFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("busyIsLowerSeed=%v", busyFirst), func(t *testing.T) {
+			n := newMemNet(t, 11)
+			a := n.addPeer(1, consensus(1))
+			b := n.addPeer(2, consensus(1))
+			busy, idle := a, b
+			if !busyFirst {
+				busy, idle = b, a
+			}
+			n.mu.Lock()
+			n.group[b.cfg.OurName] = 1
+			n.mu.Unlock()
+			first := n.allocate(busy, "x", universe12)
+			if _, ok := drive(n, 5, func() error { return idle.Prime(context.Background()) }); !ok {
+				t.Fatal("idle peer did not build its ring")
+			}
+			n.mu.Lock()
+			clear(n.group)
+			n.mu.Unlock()
+			n.round(5e9)
+			n.round(5e9)
+			second := n.allocate(idle, "y", universe12)
+			if first.err != nil || second.err != nil || first.c.Addr == second.c.Addr {
+				t.Fatalf("allocations %v %v / %v %v", first.c, first.err, second.c, second.err)
+			}
+			checkConverged(t, n)
+			for _, p := range []*Allocator{a, b} {
+				if pr := p.Status().Problem; pr != "" {
+					t.Fatalf("%s still reports %q", p.cfg.OurNickname, pr)
+				}
+			}
+		})
 	}
 }

@@ -110,14 +110,20 @@ func (a *Allocator) mergeRing(src mesh.PeerName, theirs *ring.Ring, unicast bool
 	before := a.ring.Clone()
 	a.ring.SetTentative(a.tentativeTokens())
 	_, err := a.ring.Merge(theirs)
+	if errors.Is(err, ring.ErrDifferentSeeds) && a.adoptForeignRing(src, theirs) {
+		err = nil
+	}
 	if err != nil {
-		a.lastError = err
+		a.lastError, a.lastErrorFrom = err, src
 		if errors.Is(err, ring.ErrDifferentSeeds) || errors.Is(err, ring.ErrDifferentRange) {
 			a.log.Error("IPAM ring from another cluster refused", "peer", src, "err", err)
 		} else {
 			a.log.Warn("IPAM ring merge refused", "peer", src, "err", err)
 		}
 		return fmt.Errorf("merge IPAM ring from %s: %w", src, err)
+	}
+	if a.lastErrorFrom == src {
+		a.lastError = nil // the peer that caused it now merges cleanly
 	}
 	if wasEmpty && !a.ring.Empty() {
 		a.log.Info("IPAM ring received", "peer", src)
