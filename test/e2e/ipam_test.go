@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -215,11 +216,21 @@ func TestIPAMPersistenceEdges(t *testing.T) {
 
 	ic.rng = netip.MustParsePrefix("10.43.0.0/24")
 	ic.launch(1)
-	ic.attachAuto(1, "c2")
+	c2, c3 := ic.attachAuto(1, "c2"), ic.attachAuto(1, "c3")
 	log, err := os.ReadFile(filepath.Join(h.RunDir, "weaver.log"))
 	if err != nil || !strings.Contains(string(log), "--ipalloc-range changed") {
 		t.Errorf("relaunch with another range did not log the discarded ring (%v):\n%s", err, log)
 	}
+
+	// c3's namespace disappears while the router is down: the next start
+	// releases its address and keeps c2's.
+	ic.weave(1, "stop")
+	if out, err := exec.Command("ip", "netns", "del", c3.NS).CombinedOutput(); err != nil {
+		t.Fatalf("delete %s: %v: %s", c3.NS, err, out)
+	}
+	ic.launch(1)
+	ic.expectIP(1, c2.NS, c2.CIDR)
+	ic.expectIP(1, c3.NS, "")
 	ic.weave(1, "stop")
 
 	db := filepath.Join(h.DataDir, "weavedata.db")
@@ -237,6 +248,32 @@ func TestIPAMPersistenceEdges(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(db); !bytes.Equal(after, junk) {
 		t.Errorf("the corrupt database was modified (%d bytes, was %d)", len(after), len(junk))
+	}
+
+	// Moved aside, as the message says: a fresh database, and the address
+	// of the live container c2 is claimed again at start.
+	if err := os.Rename(db, db+".corrupt"); err != nil {
+		t.Fatal(err)
+	}
+	ic.launch(1)
+	ic.expectIP(1, c2.NS, c2.CIDR)
+	if c4 := ic.attachAuto(1, "c4"); c4.IP() == c2.IP() {
+		t.Errorf("c4 got c2's address %s after the database was replaced", c4.IP())
+	}
+}
+
+// expectIP checks GET /ip/<id> on host i: want is the CIDR, or "" for
+// "no address" (404).
+func (ic *ipamCluster) expectIP(i int, id, want string) {
+	ic.t.Helper()
+	code, body, err := ic.routerGET(i, "/ip/"+id)
+	switch {
+	case err != nil:
+		ic.t.Fatalf("GET /ip/%s on h%d: %v", id, i, err)
+	case want == "" && code != 404:
+		ic.t.Errorf("GET /ip/%s on h%d = %d %q, want 404 (released)", id, i, code, body)
+	case want != "" && (code != 200 || body != want):
+		ic.t.Errorf("GET /ip/%s on h%d = %d %q, want %s", id, i, code, body, want)
 	}
 }
 
