@@ -179,3 +179,61 @@ func fuzzDecode(t *testing.T, data []byte) {
 		}
 	}
 }
+
+// TestMergeTokenRules covers each same-token rule of Merge.
+func TestMergeTokenRules(t *testing.T) {
+	base := func(owner mesh.PeerName) *Ring {
+		r := New(uStart, uEnd, owner)
+		_ = r.ClaimForPeers([]mesh.PeerName{1, 2})
+		return r
+	}
+	half := address.Count(0x80000)
+
+	// Repair: someone else's newer version of our unused token is accepted.
+	mine, theirs := base(1), base(2)
+	theirs.Entries[0].Peer, theirs.Entries[0].Version = 2, 5
+	if _, err := mine.Merge(theirs); err != nil || mine.Entries[0].Peer != 2 {
+		t.Fatalf("repair: %v %s", err, mine)
+	}
+
+	// ... but not when we use it.
+	mine = base(1)
+	mine.Entries[0].Free = half - 3
+	if _, err := mine.Merge(theirs); !errors.Is(err, ErrNewerVersion) {
+		t.Fatalf("newer version of used token: %v", err)
+	}
+
+	// An old incarnation of ours at a newer version: keep ours, version+1.
+	mine = base(1)
+	old := base(2)
+	old.Entries[0].Version, old.Entries[0].Free = 7, 1
+	if _, err := mine.Merge(old); err != nil || mine.Entries[0].Version != 8 || mine.Entries[0].Free != half {
+		t.Fatalf("reassert: %v %s", err, mine)
+	}
+
+	// Equal version, different content, not ours: larger Free wins.
+	r := base(3)
+	other := base(2)
+	other.Entries[1].Free = half - 1
+	r.Entries[1].Free = half - 2
+	if _, err := r.Merge(other); err != nil || r.Entries[1].Free != half-1 {
+		t.Fatalf("tie-break: %v %s", err, r)
+	}
+
+	// Tentative token yields to a higher-ranked competing takeover.
+	mine = base(1)
+	mine.Transfer(2, 1)
+	mine.SetTentative(map[address.Address]bool{mine.Entries[1].Token: true})
+	rival := base(3)
+	rival.Transfer(2, 3)
+	if _, err := mine.Merge(rival); err != nil || mine.Entries[1].Peer != 3 {
+		t.Fatalf("tentative yield: %v %s", err, mine)
+	}
+	// A non-tentative used token of ours does not yield.
+	mine = base(1)
+	mine.Transfer(2, 1)
+	mine.Entries[1].Free = 0
+	if _, err := mine.Merge(rival); err == nil {
+		t.Fatalf("used token yielded to equal-version rival: %s", mine)
+	}
+}
