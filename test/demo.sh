@@ -113,7 +113,9 @@ for i in 1 2 3; do
 	eval "IP$i=\$ip"
 done
 
-[ "$IP1" != "$IP2" ] && [ "$IP2" != "$IP3" ] && [ "$IP1" != "$IP3" ] || die "IPAM gave duplicate addresses"
+if [ "$IP1" = "$IP2" ] || [ "$IP2" = "$IP3" ] || [ "$IP1" = "$IP3" ]; then
+	die "IPAM gave duplicate addresses: $IP1 $IP2 $IP3"
+fi
 
 say "ping c1 -> c2 (one hop)"
 wait_for 20 "first ping c1 -> c2" nsx "$P-c1" ping -c 1 -W 1 "$IP2"
