@@ -121,6 +121,16 @@ type Config struct {
 	CheckInvariants bool
 }
 
+// DefaultConfig returns a Config with every default filled in except the
+// peer identity (OurName, OurUID), which the caller must set.
+func DefaultConfig() Config {
+	var c Config
+	c.OurName = 1 // placeholder so that the nickname default is computable
+	c.setDefaults()
+	c.OurName, c.OurNickname = 0, ""
+	return c
+}
+
 // DefaultUniverse is the default --ipalloc-range.
 var DefaultUniverse = address.MustParseCIDR("10.32.0.0/12")
 

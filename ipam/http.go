@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/seedf75a49c6/weave/ipam/address"
@@ -194,6 +195,7 @@ func (a *Allocator) serveOwned(w http.ResponseWriter, _ *http.Request) {
 		}
 		out.Owned = append(out.Owned, o)
 	}
+	slices.SortFunc(out.Owned, func(x, y ownedJSON) int { return strings.Compare(x.ContainerID, y.ContainerID) })
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
 }
