@@ -1,7 +1,9 @@
 package ipam
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -134,4 +136,42 @@ func TestManyAllocationsWithPartitions(t *testing.T) {
 	if ok < 1000 {
 		t.Fatalf("only %d successful allocations", ok)
 	}
+}
+
+// TestPartitionDuringConsensus: with 5 electors (quorum 3) split 2/3 before
+// any ring exists, the minority fails with a bounded, explanatory error,
+// the majority builds the ring, and after the heal the minority joins it.
+func TestPartitionDuringConsensus(t *testing.T) {
+	n := newMemNet(t, 77)
+	var as []*Allocator
+	for i := 1; i <= 5; i++ {
+		as = append(as, n.addPeer(i, consensus(5)))
+	}
+	n.mu.Lock()
+	n.group[as[0].cfg.OurName], n.group[as[1].cfg.OurName] = 1, 1
+	n.mu.Unlock()
+	minority := n.allocate(as[0], "m", universe12)
+	if !errors.Is(minority.err, ErrNoConsensus) || !strings.Contains(minority.err.Error(), "quorum: 3, known: 2") {
+		t.Fatalf("minority allocation: %v %v", minority.c, minority.err)
+	}
+	u := &uniqueness{t: t, holder: map[address.Address]string{}}
+	for i, a := range as[2:] {
+		r := n.allocate(a, fmt.Sprintf("M%d", i), universe12)
+		if r.err != nil {
+			t.Fatalf("majority allocation: %v", r.err)
+		}
+		u.add(a, fmt.Sprintf("M%d", i), r.c.Addr)
+	}
+	n.mu.Lock()
+	clear(n.group)
+	n.mu.Unlock()
+	for i, a := range as[:2] {
+		r := n.allocate(a, fmt.Sprintf("m%d", i), universe12)
+		if r.err != nil {
+			t.Fatalf("minority after heal: %v", r.err)
+		}
+		u.add(a, fmt.Sprintf("m%d", i), r.c.Addr)
+	}
+	n.round(5e9)
+	checkConverged(t, n)
 }
