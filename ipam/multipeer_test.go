@@ -3,9 +3,9 @@ package ipam
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/seedf75a49c6/weave/ipam/address"
