@@ -22,15 +22,10 @@ import (
 	"github.com/seedf75a49c6/weave/internal/netnstest"
 )
 
-// Timeouts of the IPAM end-to-end tests.
-const (
-	// allocTimeout bounds one `weave attach` that allocates: consensus
-	// among freshly launched routers plus the first donation.
-	allocTimeout = 45 * time.Second
-	// takeoverTimeout is "within seconds": rmpeer's takeover must be
-	// usable this quickly.
-	takeoverTimeout = 15 * time.Second
-)
+// takeoverTimeout is "within seconds": the space rmpeer takes over (or
+// weave reset hands over) must be usable this quickly. A `weave attach`
+// that allocates is bounded by netnstest.CommandTimeout.
+const takeoverTimeout = 15 * time.Second
 
 // ipamCluster is a topology whose routers run IPAM; every router lists all
 // the other hosts as peers, so the default consensus quorum is a majority.
