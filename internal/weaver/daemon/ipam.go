@@ -27,7 +27,8 @@ const (
 	// deadContainerCheck is how often attached namespaces that vanished
 	// have their addresses released.
 	deadContainerCheck = 15 * time.Second
-	// preClaimTimeout bounds each start-up claim of an address in use.
+	// preClaimTimeout bounds the start-up claims of addresses in use, all
+	// together, so `weave launch` (30 s) is not held up by an unreachable owner.
 	preClaimTimeout = 10 * time.Second
 )
 
@@ -149,14 +150,14 @@ func (d *daemon) attachRecords() []attachRecord {
 // (weave expose) and those of attached containers that still exist.
 // Addresses of containers that are gone are released.
 func (d *daemon) preClaim(ctx context.Context, alloc *ipam.Allocator) {
+	ctx, cancel := context.WithTimeout(ctx, preClaimTimeout)
+	defer cancel()
 	claim := func(ident string, p net.IPNet) {
 		c, err := address.ParseCIDR(p.String())
 		if err != nil || p.IP.To4() == nil {
 			return
 		}
-		cctx, cancel := context.WithTimeout(ctx, preClaimTimeout)
-		defer cancel()
-		if err := alloc.Claim(cctx, ident, c, true); err != nil {
+		if err := alloc.Claim(ctx, ident, c, true); err != nil {
 			d.log.Warn("cannot claim address in use", "ident", ident, "cidr", c.String(), "err", err)
 		}
 	}
@@ -197,6 +198,9 @@ func (d *daemon) pruneDead(alloc *ipam.Allocator) {
 		return
 	}
 	n, err := alloc.Prune(func(ident string) bool { return !dead[ident] })
+	if errors.Is(err, ipam.ErrStopped) {
+		return // shutting down
+	}
 	if err != nil {
 		d.log.Warn("release addresses of dead containers", "err", err)
 	} else if n > 0 {
