@@ -183,13 +183,17 @@ type capturedMsg struct {
 // unwrapped from the mesh envelope (length, tag, gob(channel, src, msg)).
 func loadCaptured(t *testing.T) map[int][]byte {
 	t.Helper()
-	f, err := os.Open("testdata/plain-ipam-ipallocation.jsonl")
+	raw, err := os.ReadFile("testdata/plain-ipam-ipallocation.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	return loadCapturedFrom(t, raw)
+}
+
+func loadCapturedFrom(t testing.TB, raw []byte) map[int][]byte {
+	t.Helper()
 	out := map[int][]byte{}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		var m capturedMsg
