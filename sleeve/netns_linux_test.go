@@ -1,12 +1,15 @@
 package sleeve
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"net"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,12 +96,24 @@ type netnsSetup struct {
 	nsA, nsB string
 }
 
+// netnsPair connects A and B as a Weave 2.8.1 peer would (no features).
 func netnsPair(t *testing.T, key *[32]byte, timing Timing) netnsSetup {
+	return netnsPairFeatures(t, key, timing, false)
+}
+
+// netnsPairFeatures is netnsPair; with ours, each side sees the other's
+// features as between two of our routers (jumbo framing, AEAD).
+func netnsPairFeatures(t *testing.T, key *[32]byte, timing Timing, ours bool) netnsSetup {
+	t.Helper()
 	nsA, nsB := twoHosts(t)
 	hb := newFakeHandler()
 	oa := overlayInNetns(t, nsA, "192.168.251.1", peerA, newFakeHandler(), timing)
 	ob := overlayInNetns(t, nsB, "192.168.251.2", peerB, hb, timing)
-	fa, fb := pair(t, oa, ob, key)
+	var featA, featB map[string]string
+	if ours {
+		featA, featB = overlayFeatures(oa), overlayFeatures(ob)
+	}
+	fa, fb := pairFeatures(t, oa, ob, key, featA, featB)
 	// pair assumes loopback; point A at B's underlay address.
 	ap := net.TCPAddr{IP: net.IPv4(192, 168, 251, 2), Port: ob.Port()}
 	fa.(*forwarder).params.RemoteAddr = &ap
@@ -204,3 +219,84 @@ func TestNetnsPMTUShrinks(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestNetnsJumboEncrypted: between two of our routers on a 1500-byte
+// underlay, a 64 KiB frame crosses encrypted as one datagram that the
+// underlay fragments and B's kernel reassembles.
+func TestNetnsJumboEncrypted(t *testing.T) {
+	requireRoot(t)
+	checkGoroutines(t)
+	s := netnsPairFeatures(t, &testKey, fastTiming, true)
+	s.fa.Confirm()
+	s.fb.Confirm()
+	awaitClosed(t, s.fa.EstablishedChannel(), "A established")
+	awaitJumbo(t, s.fa)
+	reasm := reassembled(t, s.nsB)
+	big := ipv4Frame(JumboMTU(true), true, 0)
+	if err := s.fa.Forward(peerA, peerB, big); err != nil {
+		t.Fatalf("forward 64 KiB frame: %v", err)
+	}
+	if got := s.hb.await(t); !bytes.Equal(got.frame, big) {
+		t.Fatalf("B received %d bytes, want the %d-byte frame intact", len(got.frame), len(big))
+	}
+	if n := reassembled(t, s.nsB) - reasm; n < 1 {
+		t.Fatalf("B's kernel reassembled %d datagrams, want the jumbo one", n)
+	}
+	st := s.oa.Status().Peers[0]
+	if st.Cipher != bestCipher().String() || !st.Jumbo || st.MTU != JumboMTU(true) {
+		t.Fatalf("A status %+v", st)
+	}
+	s.fa.Stop()
+	s.fb.Stop()
+}
+
+// TestNetnsJumboNeedsFragmentation: when the underlay drops big UDP
+// datagrams (Weave's 105_frag_2 filter), the fragmentation test fails and
+// jumbo framing stays off even though both ends offer it.
+func TestNetnsJumboNeedsFragmentation(t *testing.T) {
+	requireRoot(t)
+	checkGoroutines(t)
+	timing := fastTiming
+	timing.MTUVerifyAttempts = 3
+	timing.MTUVerifyTimeout = 20 * time.Millisecond
+	s := netnsPairFeatures(t, &testKey, timing, true)
+	runCmd(t, "ip", "netns", "exec", s.nsB, "iptables", "-I", "INPUT", "-p", "udp",
+		"-m", "length", "--length", "701:65535", "-j", "DROP")
+	s.fa.Confirm()
+	s.fb.Confirm()
+	awaitClosed(t, s.fa.EstablishedChannel(), "A established")
+	awaitMTU(t, s.fa, 700-86) // PMTU settled: the frag test reply had time to come
+	if st := s.oa.Status().Peers[0]; st.Jumbo || !st.PeerJumbo {
+		t.Fatalf("jumbo %v (peer offers %v): must stay off without fragmentation", st.Jumbo, st.PeerJumbo)
+	}
+	s.fa.Stop()
+	s.fb.Stop()
+}
+
+// reassembled reads Ip ReasmOKs from ns's /proc/net/snmp.
+func reassembled(t *testing.T, ns string) int {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "exec", ns, "cat", "/proc/net/snmp").Output()
+	if err != nil {
+		t.Fatalf("read snmp in %s: %v", ns, err)
+	}
+	var names []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "Ip:" {
+			continue
+		}
+		if names == nil {
+			names = f
+			continue
+		}
+		for i, n := range names {
+			if n == "ReasmOKs" && i < len(f) {
+				v, _ := strconv.Atoi(f[i])
+				return v
+			}
+		}
+	}
+	t.Fatalf("no Ip ReasmOKs in %s's /proc/net/snmp", ns)
+	return 0
+}
