@@ -85,6 +85,12 @@ func (ic *ipamCluster) checkConsensus(t *testing.T) {
 	if !strings.Contains(status, "        Service: ipam\n         Status: ready\n          Range: 10.40.0.0/22\n") {
 		t.Errorf("`weave status` ipam section:\n%s", status)
 	}
+	code, metrics, err := ic.routerGET(1, "/metrics")
+	for _, want := range []string{"\nweave_ips{state=\"local-used\"} 1\n", "\nweave_max_ips 1024", "\nweave_ipam_unreachable_count 0\n"} {
+		if err != nil || code != 200 || !strings.Contains(metrics, want) {
+			t.Errorf("h1 /metrics (%d, %v) lacks %q", code, err, want)
+		}
+	}
 }
 
 // (e) weave expose allocates the host an address on the bridge; the host
