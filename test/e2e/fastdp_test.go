@@ -3,8 +3,11 @@
 package e2e
 
 import (
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/seedf75a49c6/weave/internal/netnstest"
 )
 
 // Two hosts on the VXLAN fast path: both ends name the vxlan overlay with
@@ -105,4 +108,39 @@ func TestFastDPMultiHop(t *testing.T) {
 	cl.waitPing(1, 3)
 	cl.waitPing(3, 1)
 	cl.waitPing(1, 2)
+}
+
+var replyRE = regexp.MustCompile(`bytes from ([0-9.]+): icmp_seq=(\d+)`)
+
+// Broadcast and multicast on a fast-path mesh: a broadcast ping from c1
+// is answered exactly once by each of c2 and c3 (no duplicate delivery
+// through both VXLAN and sleeve), and multicast reaches both.
+func TestFastDPBroadcastExactlyOnce(t *testing.T) {
+	t.Parallel()
+	cl := newFastCluster(t, clusterOpts{hosts: 3})
+	for _, j := range []int{2, 3} {
+		cl.waitLink(1, j, "on vxlan", onVXLAN)
+		cl.waitPing(1, j)
+		if err := netnstest.Exec(cl.container(j).NS, "sysctl", "-qw", "net.ipv4.icmp_echo_ignore_broadcasts=0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _ := netnstest.Output(cl.container(1).NS, "ping", "-n", "-b", "-c", "5", "-i", "0.3", "-w", "4", "10.2.1.255")
+	replies := map[string]int{} // "ip seq" -> count
+	perHost := map[string]int{}
+	for _, m := range replyRE.FindAllStringSubmatch(out, -1) {
+		replies[m[1]+" "+m[2]]++
+		perHost[m[1]]++
+	}
+	for k, n := range replies {
+		if n != 1 {
+			t.Fatalf("reply %s arrived %d times (duplicate delivery):\n%s", k, n, out)
+		}
+	}
+	for _, j := range []int{2, 3} {
+		if perHost[cl.container(j).IP()] < 4 {
+			t.Fatalf("c%d answered %d of 5 broadcast pings:\n%s", j, perHost[cl.container(j).IP()], out)
+		}
+	}
+	checkMulticast(t, cl)
 }
