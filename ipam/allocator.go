@@ -217,8 +217,7 @@ func (a *Allocator) afterAction() {
 // (they are unused until confirmed).
 func (a *Allocator) freeIn(r address.Range) address.Count {
 	n := a.space.NumFreeAddressesInRange(r)
-	for tok, t := range a.tentative {
-		_ = tok
+	for _, t := range a.tentative {
 		n += address.Count(t.rng.Intersect(r).Size())
 	}
 	return n

@@ -40,7 +40,7 @@ func (a *Allocator) Handler() http.Handler {
 	mux.HandleFunc("POST /ip/{id}/{ip}/{prefixlen}", a.serveAllocate)
 	mux.HandleFunc("PUT /ip/{id}/{ip}/{prefixlen}", a.serveClaim)
 	mux.HandleFunc("DELETE /ip/{id}", func(w http.ResponseWriter, r *http.Request) {
-		if err := a.Delete(r.PathValue("id")); err != nil && !errors.Is(err, errNotAllocatedAny) {
+		if err := a.Delete(r.PathValue("id")); err != nil {
 			httpError(w, err)
 			return
 		}
@@ -68,8 +68,6 @@ func (a *Allocator) Handler() http.Handler {
 	})
 	return mux
 }
-
-var errNotAllocatedAny = errors.New("nothing allocated")
 
 func text(w http.ResponseWriter, s string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -167,6 +167,3 @@ func (s Status) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "%s\n", s.Problem)
 	}
 }
-
-// ActiveCount is a helper for metrics: allocated addresses on this peer.
-func (s Status) ActiveCount() int { return s.ActiveIPs }
