@@ -3,6 +3,7 @@ package fastdp
 import (
 	"errors"
 	"net"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -283,5 +284,30 @@ func TestNewerConnectionSupersedes(t *testing.T) {
 	}
 	if st := a.o.Status(); len(st.Links) != 1 || !st.Links[0].Usable || st.Links[0].VNITx != VNI(1, 2) {
 		t.Fatalf("status = %+v", st)
+	}
+}
+
+func TestStopIsIdempotentAndJoinsGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	n := newFakeNet()
+	a, b := newTestHost(t, n, nameA, 1, "10.0.0.1"), newTestHost(t, n, nameB, 2, "10.0.0.2")
+	fa, fb := connect(t, a, b, 3)
+	await(t, "A established", fa.EstablishedChannel())
+	fa.Stop()
+	fa.Stop()
+	a.o.Stop()
+	a.o.Stop()
+	fb.Stop()
+	b.o.Stop()
+	if _, err := a.o.PrepareConnection(mesh.OverlayConnectionParams{RemotePeer: peer(nameB, 2),
+		LocalAddr: &net.TCPAddr{IP: a.ip}, RemoteAddr: &net.TCPAddr{IP: b.ip}}); err == nil {
+		t.Fatal("stopped overlay prepared a connection")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("goroutines: %d before, %d after Stop", before, runtime.NumGoroutine())
+		}
+		time.Sleep(time.Millisecond) // goroutine exit has no event to await
 	}
 }
