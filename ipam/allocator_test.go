@@ -317,3 +317,26 @@ func TestIdleClusterAdoptsRing(t *testing.T) {
 		})
 	}
 }
+
+// TestRangeTooSmallForPeers: consensus among more peers than addresses
+// fails the allocation at once with a clear error instead of hanging.
+func TestRangeTooSmallForPeers(t *testing.T) {
+	n := newMemNet(t, 12)
+	tiny := address.MustParseCIDR("10.1.0.0/30")
+	var as []*Allocator
+	for i := 1; i <= 5; i++ {
+		as = append(as, n.addPeer(i, func(c *Config) {
+			consensus(5)(c)
+			c.Universe, c.DefaultSubnet = tiny, tiny
+		}))
+	}
+	n.periodic() // everyone knows everyone: the value will name 5 peers
+	n.pump()
+	r := n.allocate(as[0], "c", tiny)
+	if !errors.Is(r.err, ErrConfig) || !strings.Contains(r.err.Error(), "too small") {
+		t.Fatalf("allocate: %v %v", r.c, r.err)
+	}
+	if p := as[0].Status().Problem; !strings.Contains(p, "too small") {
+		t.Fatalf("status problem %q", p)
+	}
+}

@@ -309,6 +309,10 @@ func (a *Allocator) createRing(peers []mesh.PeerName) {
 	if err := a.ring.ClaimForPeers(peers); err != nil {
 		a.lastError = err
 		a.log.Error("cannot create IPAM ring", "err", err)
+		for _, o := range a.pending {
+			o.finish(address.CIDR{}, fmt.Errorf("%s %s: %w: %w", o.kind, o.ident, ErrConfig, err))
+		}
+		a.pending = nil
 		return
 	}
 	a.log.Info("IPAM ring created", "peers", len(peers), "range", a.cfg.Universe)

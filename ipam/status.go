@@ -88,6 +88,8 @@ func (a *Allocator) stateLine() (state, problem string) {
 	switch {
 	case a.shutdown:
 		return "shut down (space handed over)", ""
+	case a.ring.Empty() && errors.Is(a.lastError, ring.ErrTooSmall):
+		return "idle", fmt.Sprintf("cannot create the ring: %v", a.lastError)
 	case a.ring.Empty() && a.electing && a.paxos.IsElector():
 		return fmt.Sprintf("awaiting consensus (quorum: %d, known: %d)", a.paxos.Quorum(), a.paxos.KnownNodes()), a.consensusProblem()
 	case a.ring.Empty() && a.electing:
