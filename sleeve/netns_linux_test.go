@@ -190,7 +190,7 @@ func awaitStackFrag(t *testing.T, o *Overlay, want bool) {
 	deadline := time.Now().Add(5 * time.Second)
 	for o.Status().Peers[0].StackFrag != want {
 		if time.Now().After(deadline) {
-			t.Fatalf("stackFrag never became %v", want)
+			t.Fatalf("stackFrag never became %v; status %+v", want, o.Status())
 		}
 		time.Sleep(2 * time.Millisecond) // polling: no event for this state
 	}
@@ -300,3 +300,4 @@ func reassembled(t *testing.T, ns string) int {
 	t.Fatalf("no Ip ReasmOKs in %s's /proc/net/snmp", ns)
 	return 0
 }
+
