@@ -300,4 +300,3 @@ func reassembled(t *testing.T, ns string) int {
 	t.Fatalf("no Ip ReasmOKs in %s's /proc/net/snmp", ns)
 	return 0
 }
-
