@@ -3,6 +3,8 @@ package sleeve
 import (
 	"bytes"
 	"errors"
+	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,11 +133,76 @@ func bestCipher() Cipher {
 // newJumboOverlay is newTestOverlay with the knobs of cfg.
 func newJumboOverlay(t *testing.T, name mesh.PeerName, h router.FrameHandler, cfg Config) *Overlay {
 	t.Helper()
-	cfg.Host, cfg.LocalPeer, cfg.Handler, cfg.Logger, cfg.Timing = "127.0.0.1", name, h, testLogger(t), fastTiming
+	cfg.Host, cfg.LocalPeer, cfg.Handler, cfg.Logger = "127.0.0.1", name, h, testLogger(t)
+	if cfg.Timing == (Timing{}) {
+		cfg.Timing = fastTiming
+	}
 	o, err := New(cfg)
 	if err != nil {
 		t.Fatalf("new overlay: %v", err)
 	}
 	t.Cleanup(o.Stop)
 	return o
+}
+
+// TestJumboRetriesLostFragTest: the first FragmentationReceived reply is
+// lost; towards a jumbo-capable peer the test is re-sent (FragTestRetry)
+// instead of waiting for FragTestInterval, so jumbo framing still comes on.
+func TestJumboRetriesLostFragTest(t *testing.T) {
+	checkGoroutines(t)
+	timing := fastTiming
+	timing.FragTestInterval = time.Hour
+	timing.FragTestRetry = 20 * time.Millisecond
+	oa := newJumboOverlay(t, peerA, newFakeHandler(), Config{Timing: timing})
+	ob := newJumboOverlay(t, peerB, newFakeHandler(), Config{Timing: timing})
+	var fa, fb router.Forwarder
+	var mu sync.Mutex
+	dropped := 0
+	toA := func(tag byte, msg []byte) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if tag == TagFragmentationReceived && dropped == 0 {
+			dropped++
+			return nil
+		}
+		if fa != nil {
+			fa.ControlMessage(tag, bytes.Clone(msg))
+		}
+		return nil
+	}
+	toB := func(tag byte, msg []byte) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if fb != nil {
+			fb.ControlMessage(tag, bytes.Clone(msg))
+		}
+		return nil
+	}
+	pa, err := oa.PrepareConnection(mesh.OverlayConnectionParams{
+		RemotePeer: &mesh.Peer{Name: peerB}, Outbound: true, ConnUID: 7, Features: overlayFeatures(ob),
+		RemoteAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: ob.Port()}, SendControlMessage: toB,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, err := ob.PrepareConnection(mesh.OverlayConnectionParams{
+		RemotePeer: &mesh.Peer{Name: peerA}, ConnUID: 7, Features: overlayFeatures(oa),
+		RemoteAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}, SendControlMessage: toA,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	fa, fb = pa, pb
+	mu.Unlock()
+	defer pa.Stop()
+	defer pb.Stop()
+	pa.Confirm()
+	pb.Confirm()
+	awaitJumbo(t, pa)
+	mu.Lock()
+	defer mu.Unlock()
+	if dropped != 1 {
+		t.Fatalf("dropped %d FragmentationReceived replies, want 1", dropped)
+	}
 }

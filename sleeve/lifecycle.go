@@ -23,6 +23,8 @@ type pmtu struct {
 // loop state owned by the forwarder goroutine.
 type loop struct {
 	hb       *time.Timer
+	retry    *time.Timer // fragmentation test retry (jumbo-capable peer)
+	retries  int
 	timeout  *time.Timer
 	fragTick *time.Ticker
 	fragC    <-chan time.Time
@@ -36,8 +38,11 @@ func (f *forwarder) run() {
 		hb:      time.NewTimer(0),
 		timeout: time.NewTimer(f.timing.HeartbeatTimeout),
 		p:       pmtu{timer: time.NewTimer(time.Hour)},
+		retry:   time.NewTimer(time.Hour),
 	}
 	l.p.timer.Stop()
+	l.retry.Stop()
+	defer l.retry.Stop()
 	defer l.hb.Stop()
 	defer l.timeout.Stop()
 	defer l.p.timer.Stop()
@@ -59,6 +64,8 @@ func (f *forwarder) run() {
 			return
 		case <-l.fragC:
 			f.sendFragTest()
+		case <-l.retry.C:
+			f.retryFragTest(l)
 		case <-l.p.timer.C:
 			f.probeTimeout(&l.p)
 		case ev := <-f.events:
@@ -117,7 +124,24 @@ func (f *forwarder) onEstablished(l *loop) {
 	f.sendFragTest()
 	l.fragTick = time.NewTicker(f.timing.FragTestInterval)
 	l.fragC = l.fragTick.C
+	if f.peerJumbo {
+		l.retry.Reset(f.timing.FragTestRetry)
+	}
 	f.startPMTU(&l.p)
+}
+
+// fragTestRetries bounds the fragmentation test retries (FragTestRetry).
+const fragTestRetries = 10
+
+// retryFragTest re-sends the fragmentation test to a jumbo-capable peer
+// until it passes: jumbo framing depends on it.
+func (f *forwarder) retryFragTest(l *loop) {
+	if f.stackFrag.Load() || l.retries >= fragTestRetries {
+		return
+	}
+	l.retries++
+	f.sendFragTest()
+	l.retry.Reset(f.timing.FragTestRetry)
 }
 
 func (f *forwarder) sendFragTest() {

@@ -24,6 +24,11 @@ type Timing struct {
 	FragTestInterval  time.Duration // fragmentation test period; default 5m
 	MTUVerifyTimeout  time.Duration // first MTU probe wait, doubled per retry; default 10ms
 	MTUVerifyAttempts int           // probes per candidate MTU; default 8
+	// FragTestRetry: towards a peer that offers jumbo framing, the
+	// fragmentation test is re-sent this often until it passes, at most
+	// fragTestRetries times (Weave sends it once per FragTestInterval, so
+	// one lost datagram would delay jumbo framing by 5 minutes); default 1s.
+	FragTestRetry time.Duration
 }
 
 // DefaultTiming returns Weave 2.8.1's sleeve timers.
@@ -35,6 +40,7 @@ func DefaultTiming() Timing {
 		FragTestInterval:  5 * time.Minute,
 		MTUVerifyTimeout:  10 * time.Millisecond,
 		MTUVerifyAttempts: 8,
+		FragTestRetry:     time.Second,
 	}
 }
 
@@ -51,6 +57,7 @@ func (t Timing) withDefaults() Timing {
 	t.HeartbeatTimeout = pick(t.HeartbeatTimeout, d.HeartbeatTimeout)
 	t.FragTestInterval = pick(t.FragTestInterval, d.FragTestInterval)
 	t.MTUVerifyTimeout = pick(t.MTUVerifyTimeout, d.MTUVerifyTimeout)
+	t.FragTestRetry = pick(t.FragTestRetry, d.FragTestRetry)
 	if t.MTUVerifyAttempts <= 0 {
 		t.MTUVerifyAttempts = d.MTUVerifyAttempts
 	}
