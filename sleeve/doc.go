@@ -14,6 +14,11 @@
 // set, bit 63 of seqNoAndDF) and the non-DF channel, each with its own
 // sequence counter and receive-side replay window.
 //
+// Between two of our routers (connection features SleeveJumbo and
+// SleeveCiphers, see JumboFeature and CipherFeature) frames of up to 64 KiB
+// travel whole in one non-DF datagram that the underlay fragments, sealed
+// with AES-256-GCM or ChaCha20-Poly1305; Weave peers never see either.
+//
 // The overlay owns one receive goroutine; each confirmed forwarder owns
 // one goroutine running heartbeats, the fragmentation test and PMTU
 // discovery. Forward encodes, seals and sends synchronously under a
