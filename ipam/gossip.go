@@ -88,7 +88,7 @@ func (a *Allocator) update(src mesh.PeerName, st *gossipState, unicast bool) err
 		return a.mergeRing(src, st.Ring, unicast)
 	case !a.ring.Empty():
 		if src != mesh.UnknownPeerName {
-			a.unicast(src, encodeUnicastState(a.state())) // they lack the ring
+			a.sendRing(src) // they lack the ring
 		}
 	case st.Paxos != nil && a.paxos.IsElector():
 		if !a.electing {

@@ -41,6 +41,9 @@ func encodeState(st *gossipState) []byte {
 }
 
 func decodeState(payload []byte) (*gossipState, error) {
+	if err := checkGob(payload); err != nil {
+		return nil, fmt.Errorf("decode gossip state (%d bytes): %w: %w", len(payload), ErrMalformed, err)
+	}
 	var st gossipState
 	if err := gob.NewDecoder(bytes.NewReader(payload)).Decode(&st); err != nil {
 		return nil, fmt.Errorf("decode gossip state (%d bytes): %w: %w", len(payload), ErrMalformed, err)
@@ -64,6 +67,9 @@ func encodeRange(kind byte, r address.Range) []byte {
 
 func decodeRange(payload []byte) (address.Range, error) {
 	var r address.Range
+	if err := checkGob(payload); err != nil {
+		return r, fmt.Errorf("decode range (%d bytes): %w: %w", len(payload), ErrMalformed, err)
+	}
 	if err := gob.NewDecoder(bytes.NewReader(payload)).Decode(&r); err != nil {
 		return r, fmt.Errorf("decode range (%d bytes): %w: %w", len(payload), ErrMalformed, err)
 	}
