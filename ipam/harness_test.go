@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -113,8 +114,20 @@ func (g memGossip) GossipUnicast(dst mesh.PeerName, msg []byte) error {
 	return nil
 }
 
+func (n *memNet) peerOrder() []mesh.PeerName {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.order)
+}
+
+func (n *memNet) peer(p mesh.PeerName) *Allocator {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.peers[p]
+}
+
 func (g memGossip) GossipBroadcast(d mesh.GossipData) {
-	for _, p := range g.net.order {
+	for _, p := range g.net.peerOrder() {
 		if p != g.self {
 			for _, b := range d.Encode() {
 				g.net.enqueue(memMsg{src: g.self, dst: p, payload: b})
@@ -178,14 +191,15 @@ func (n *memNet) pump() {
 // periodic delivers every peer's full state to every reachable peer, as
 // mesh's 30 s gossip does.
 func (n *memNet) periodic() {
-	for _, p := range n.order {
-		d := n.peers[p].Gossip()
+	order := n.peerOrder()
+	for _, p := range order {
+		d := n.peer(p).Gossip()
 		if d == nil {
 			continue
 		}
-		for _, q := range n.order {
+		for _, q := range order {
 			if q != p && n.reachable(p, q) {
-				_, _ = n.peers[q].OnGossip(d.Encode()[0])
+				_, _ = n.peer(q).OnGossip(d.Encode()[0])
 			}
 		}
 	}
@@ -194,8 +208,8 @@ func (n *memNet) periodic() {
 // round advances time by one tick and runs gossip to quiescence.
 func (n *memNet) round(tick time.Duration) {
 	n.clock.Advance(tick)
-	for _, p := range n.order {
-		_ = n.peers[p].do(func() {}) // let each actor see its tick
+	for _, p := range n.peerOrder() {
+		_ = n.peer(p).do(func() {}) // let each actor see its tick
 	}
 	n.pump()
 	n.periodic()

@@ -69,6 +69,9 @@ func checkConverged(t *testing.T, n *memNet) {
 // other for space), lossy gossip, random partitions and heals; >= 1000
 // successful allocations with churn, and no address is ever duplicated.
 func TestManyAllocationsWithPartitions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long multi-peer run; skipped with -short")
+	}
 	const peers = 5
 	n := newMemNet(t, 42)
 	subnet := address.MustParseCIDR("10.9.0.0/22")

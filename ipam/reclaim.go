@@ -161,7 +161,6 @@ func (a *Allocator) takeover(peer string) (address.Count, error) {
 		a.tentative[tok] = t
 		n += address.Count(e.Size)
 	}
-	delete(a.nicknames, p)
 	a.syncSpace()
 	a.broadcast()
 	a.checkTakeovers()
