@@ -31,7 +31,7 @@ P="w$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n' | cut -c1-5)-$$"  # netnstest s
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/weave-bench.XXXXXX")
 CLK_TCK=$(getconf CLK_TCK)
 NAMESPACES=()
-declare -A TCP RTT CPU
+declare -A TCP RTT MED CPU
 
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'bench: FAILED: %s\n' "$*" >&2; exit 1; }
@@ -182,14 +182,15 @@ measure() {
 	TCP[$label]=$(median < "$TMP/$label.tcp")
 	[ -n "${CPU[$label]:-}" ] || CPU[$label]=$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v ns=$((t1 - t0)) 'BEGIN{printf "%.0f", d/hz/(ns/1e9)*100}')
 	say "$label: ping -c $PING_COUNT -i $PING_INTERVAL"
-	RTT[$label]=$(nsx "$P-c1" ping -q -c "$PING_COUNT" -i "$PING_INTERVAL" -W 2 10.2.1.2 \
-		| awk -F'[/ ]+' '/^rtt/{print $8}')
+	nsx "$P-c1" ping -c "$PING_COUNT" -i "$PING_INTERVAL" -W 2 10.2.1.2 > "$TMP/$label.ping" || true
+	RTT[$label]=$(awk -F'[/ ]+' '/^rtt/{print $8}' "$TMP/$label.ping")
 	RTT[$label]=${RTT[$label]:-NA}
+	MED[$label]=$(awk -F'time=' '/time=/{split($2, a, " "); print a[1]}' "$TMP/$label.ping" | median)
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0 == 0 || b+0 == 0) print "NA"; else printf "%.2f", a/b }'; }
 
-TCP[direct]=NA; RTT[direct]=NA; TCP[wg]=NA
+TCP[direct]=NA; RTT[direct]=NA; MED[direct]=NA; TCP[wg]=NA
 for s in $SCENARIOS; do
 	ok=1
 	case $s in
@@ -200,18 +201,21 @@ for s in $SCENARIOS; do
 	wg) say "scenario wg: wireguard-go c1<->c2"; setup_wg || ok=0 ;;
 	*) die "unknown scenario $s" ;;
 	esac
-	if [ "$ok" = 1 ]; then measure "$s"; else TCP[$s]=NA RTT[$s]=NA CPU[$s]="-"; fi
+	if [ "$ok" = 1 ]; then measure "$s"; else TCP[$s]=NA RTT[$s]=NA MED[$s]=NA CPU[$s]="-"; fi
 	teardown
 done
 
+minus() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0 == 0 || b+0 == 0) print "NA"; else printf "%.3f", a-b }'; }
+
 echo
-printf '%-8s %12s %8s %8s %12s %8s %12s %14s\n' path "TCP Mbit/s" "x base" "x wg" "RTT avg ms" "x base" "RTT-base ms" "router CPU %"
+printf '%-7s %11s %7s %6s %11s %7s %10s %11s %10s %13s\n' path "TCP Mbit/s" "x base" "x wg" "RTT avg ms" "x base" \
+	"avg-base" "RTT med ms" "med-base" "router CPU %"
 for l in $SCENARIOS; do
-	printf '%-8s %12s %8s %8s %12s %8s %12s %14s\n' "$l" "${TCP[$l]}" "$(ratio "${TCP[$l]}" "${TCP[direct]}")" \
+	printf '%-7s %11s %7s %6s %11s %7s %10s %11s %10s %13s\n' "$l" "${TCP[$l]}" "$(ratio "${TCP[$l]}" "${TCP[direct]}")" \
 		"$(ratio "${TCP[$l]}" "${TCP[wg]}")" "${RTT[$l]}" "$(ratio "${RTT[$l]}" "${RTT[direct]}")" \
-		"$(awk -v a="${RTT[$l]}" -v b="${RTT[direct]}" 'BEGIN{ if (a+0 == 0 || b+0 == 0) print "NA"; else printf "%.3f", a-b }')" "${CPU[$l]}"
+		"$(minus "${RTT[$l]}" "${RTT[direct]}")" "${MED[$l]}" "$(minus "${MED[$l]}" "${MED[direct]}")" "${CPU[$l]}"
 done
-echo "(TCP: median of $REPS x ${DURATION}s single stream; RTT: ping -c $PING_COUNT -i $PING_INTERVAL; CPU: both routers"
+echo "(TCP: median of $REPS x ${DURATION}s single stream; RTT: ping -c $PING_COUNT -i $PING_INTERVAL, mean and median; CPU: both routers"
 echo " (weaver or wireguard-go), % of one core during TCP; machine load while measuring: $(cut -d' ' -f1-3 /proc/loadavg))"
 
 if [ "$GO_BENCH" = 1 ]; then
