@@ -4,6 +4,9 @@
 #   vxlan    raw kernel VXLAN: two hosts, bridge + vxlan device + static FDB
 #   plain    weave sleeve, no password
 #   crypt    weave sleeve, --password (NaCl)
+#   fastdp   weave with its VXLAN fast path (docs/fastdp.md), no password
+#   fastcsum fastdp with TX checksum offload turned back on in the container
+#            veths (weave attach turns it off; not in the default set)
 #   wg       wireguard-go between c1 and c2 over a veth (encrypted userspace
 #            anchor; needs `wg` from wireguard-tools, builds wireguard-go
 #            from the Go module proxy into bin/ once; skipped if unavailable)
@@ -17,7 +20,7 @@
 #
 # Environment: REPS [3] DURATION [10] PING_COUNT [100] PING_INTERVAL [0.01]
 #              PASSWORD [bench-password] GO_BENCH [1] BENCHTIME [1s]
-#              SCENARIOS ["direct vxlan plain crypt wg"] (direct is the baseline)
+#              SCENARIOS ["direct vxlan fastdp plain crypt wg"] (direct is the baseline)
 #              WG_VERSION [pinned wireguard-go module version]
 set -euo pipefail
 
@@ -25,7 +28,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 REPS=${REPS:-3}; DURATION=${DURATION:-10}
 PING_COUNT=${PING_COUNT:-100}; PING_INTERVAL=${PING_INTERVAL:-0.01}
 PASSWORD=${PASSWORD:-bench-password}; GO_BENCH=${GO_BENCH:-1}; BENCHTIME=${BENCHTIME:-1s}
-SCENARIOS=${SCENARIOS:-direct vxlan plain crypt wg}
+SCENARIOS=${SCENARIOS:-direct vxlan fastdp plain crypt wg}
 WG_VERSION=${WG_VERSION:-v0.0.0-20260522210424-ecfc5a8d5446}
 P="w$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n' | cut -c1-5)-$$"  # netnstest sweepable
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/weave-bench.XXXXXX")
@@ -87,13 +90,33 @@ setup_weave() {
 	done
 	for i in 1 2; do
 		peers=(); [ "$i" -eq 2 ] && peers=(192.168.100.1)
-		weave "h$i" launch "$@" --name "aa:00:00:00:00:0$i" --nickname "h$i" --ipalloc-range "" --no-fastdp \
+		weave "h$i" launch "${LAUNCH_EXTRA[@]}" "$@" --name "aa:00:00:00:00:0$i" --nickname "h$i" --ipalloc-range "" \
 			"${peers[@]}" >/dev/null || die "weave launch on h$i"
 		weave "h$i" attach "10.2.1.$i/24" "/var/run/netns/$P-c$i" >/dev/null || die "weave attach on h$i"
 	done
 	local n=0
 	until weave h2 status connections 2>/dev/null | grep -q established; do
 		n=$((n + 1)); [ "$n" -le 120 ] || die "routers did not establish within 30s"; sleep 0.25
+	done
+}
+
+LAUNCH_EXTRA=(--no-fastdp) # setup_weave's default: sleeve only
+
+# setup_fastdp: setup_weave with the fast path, waiting until both routers
+# show the link on the vxlan overlay. "csum" re-enables TX checksum offload
+# on both ends of each container veth.
+setup_fastdp() {
+	local n=0 h i v
+	LAUNCH_EXTRA=(); setup_weave; LAUNCH_EXTRA=(--no-fastdp)
+	for h in h1 h2; do
+		until weave "$h" status connections 2>/dev/null | grep -q ' established vxlan '; do
+			n=$((n + 1)); [ "$n" -le 120 ] || die "fastdp: $h not on vxlan within 30s"; sleep 0.25
+		done
+	done
+	[ "${1:-}" = csum ] || return 0
+	for i in 1 2; do
+		nsx "$P-c$i" ethtool -K ethwe tx on >/dev/null
+		for v in $(nsx "$P-h$i" ls /sys/class/net | grep '^vethwepl'); do nsx "$P-h$i" ethtool -K "$v" tx on >/dev/null; done
 	done
 }
 
@@ -198,6 +221,8 @@ for s in $SCENARIOS; do
 	vxlan) say "scenario vxlan: kernel VXLAN, bridge + static FDB"; setup_vxlan ;;
 	plain) say "scenario plain: weave sleeve, no password"; setup_weave ;;
 	crypt) say "scenario crypt: weave sleeve, --password"; setup_weave --password "$PASSWORD" ;;
+	fastdp) say "scenario fastdp: weave VXLAN fast path"; setup_fastdp ;;
+	fastcsum) say "scenario fastcsum: weave VXLAN fast path, container TX csum offload on"; setup_fastdp csum ;;
 	wg) say "scenario wg: wireguard-go c1<->c2"; setup_wg || ok=0 ;;
 	*) die "unknown scenario $s" ;;
 	esac
@@ -217,6 +242,11 @@ for l in $SCENARIOS; do
 done
 echo "(TCP: median of $REPS x ${DURATION}s single stream; RTT: ping -c $PING_COUNT -i $PING_INTERVAL, mean and median; CPU: both routers"
 echo " (weaver or wireguard-go), % of one core during TCP; machine load while measuring: $(cut -d' ' -f1-3 /proc/loadavg))"
+for l in fastdp fastcsum; do
+	if [ -n "${TCP[$l]:-}" ] && [ -n "${TCP[vxlan]:-}" ]; then
+		echo "$l TCP / raw vxlan TCP = $(ratio "${TCP[$l]}" "${TCP[vxlan]}") (target >= 0.95)"
+	fi
+done
 
 if [ "$GO_BENCH" = 1 ]; then
 	echo
