@@ -3,8 +3,13 @@
 package e2e
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/seedf75a49c6/weave/internal/netnstest"
@@ -143,4 +148,38 @@ func TestFastDPBroadcastExactlyOnce(t *testing.T) {
 		}
 	}
 	checkMulticast(t, cl)
+}
+
+// A crashed router leaves its VXLAN devices; `weave reset` removes them
+// with the bridge.
+func TestFastDPResetRemovesStaleDevices(t *testing.T) {
+	t.Parallel()
+	cl := newFastCluster(t, clusterOpts{hosts: 2})
+	cl.waitLink(2, 1, "on vxlan", onVXLAN)
+	pidText, err := os.ReadFile(filepath.Join(cl.host(2).RunDir, "weaver.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	netnstest.WaitFor(t, establishTimeout, "weaver on h2 gone", func() error {
+		if err := syscall.Kill(pid, 0); err == nil {
+			return fmt.Errorf("pid %d still alive", pid)
+		}
+		return nil
+	})
+	if devs := cl.vxlanDevices(2); !strings.Contains(devs, "vxw-") {
+		t.Fatalf("expected the crashed router's vxw device on h2, got:\n%s", devs)
+	}
+	if out, err := cl.tp.Weave(cl.host(2), "reset", "--force"); err != nil {
+		t.Fatalf("weave reset --force: %v\n%s", err, out)
+	}
+	if devs := cl.vxlanDevices(2); devs != "" {
+		t.Fatalf("weave reset left VXLAN devices on h2:\n%s", devs)
+	}
 }
