@@ -31,11 +31,14 @@ func (f *forwarder) run() {
 	}
 }
 
+// period is FastHeartbeat while a new link is being verified, then
+// HeartbeatInterval (also for a link that never verified, so a blocked
+// path is retried at the steady rate).
 func (f *forwarder) period() time.Duration {
-	if f.st.established {
-		return f.o.cfg.HeartbeatInterval
+	if !f.st.established && time.Since(f.st.start) < f.o.cfg.HeartbeatTimeout {
+		return f.o.cfg.FastHeartbeat
 	}
-	return f.o.cfg.FastHeartbeat
+	return f.o.cfg.HeartbeatInterval
 }
 
 func (f *forwarder) sendHeartbeats(small, full []byte) {
