@@ -36,7 +36,7 @@ func overlayFeatures(o *Overlay) map[string]string {
 }
 
 // awaitJumbo polls Attrs (jumbo has no change event) until it is on.
-func awaitJumbo(t *testing.T, f router.Forwarder) {
+func awaitJumbo(t testing.TB, f router.Forwarder) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for f.Attrs()["jumbo"] != true {

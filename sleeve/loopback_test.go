@@ -104,7 +104,7 @@ func pair(t *testing.T, oa, ob *Overlay, key *[32]byte) (fa, fb router.Forwarder
 
 // pairFeatures is pair with the connection features each side received
 // from the other: featB is what B advertised (A's forwarder sees it).
-func pairFeatures(t *testing.T, oa, ob *Overlay, key *[32]byte, featA, featB map[string]string) (fa, fb router.Forwarder) {
+func pairFeatures(t testing.TB, oa, ob *Overlay, key *[32]byte, featA, featB map[string]string) (fa, fb router.Forwarder) {
 	t.Helper()
 	var pa, pb atomic.Pointer[router.Forwarder]
 	send := func(dst *atomic.Pointer[router.Forwarder]) func(byte, []byte) error {
@@ -137,7 +137,7 @@ func pairFeatures(t *testing.T, oa, ob *Overlay, key *[32]byte, featA, featB map
 	return fa, fb
 }
 
-func awaitClosed(t *testing.T, ch <-chan struct{}, what string) {
+func awaitClosed(t testing.TB, ch <-chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-ch:
