@@ -168,16 +168,18 @@ type insideState struct {
 	added   []netip.Prefix
 }
 
-// configureInside runs in the container namespace: offload, sysctls,
+// configureInside runs in the container namespace: sysctls,
 // addresses, link up and the multicast route.
 func configureInside(cfg AttachConfig) (insideState, error) {
 	link, err := netlink.LinkByName(cfg.IfName)
 	if err != nil {
 		return insideState{}, fmt.Errorf("look up %s: %w", cfg.IfName, err)
 	}
-	if err := disableTxChecksum(cfg.IfName); err != nil {
-		return insideState{}, err
-	}
+	// TX checksum offload stays ON inside the container (unlike Weave
+	// 2.8.1): it is what lets the container's TCP build large GSO segments,
+	// which the VXLAN path carries in the kernel. Frames bound for the
+	// userspace path get their checksums completed by the kernel when the
+	// bridge transmits them to vethwe-bridge, whose offload is off.
 	if err := setNeighSysctls(cfg.IfName); err != nil {
 		return insideState{}, err
 	}

@@ -123,8 +123,8 @@ func checkContainer(t *testing.T, nsPath string, mac net.HardwareAddr, want []ne
 			}
 		}
 		on, err := txChecksumEnabled(DefaultContainerIf)
-		if on {
-			t.Errorf("tx checksum offload on inside the container")
+		if !on {
+			t.Errorf("tx checksum offload off inside the container: its TCP cannot use TSO/GSO")
 		}
 		return err
 	})
