@@ -8,10 +8,17 @@ import (
 	wmesh "github.com/weaveworks/mesh"
 )
 
-// bridgeMTU is --mtu, else (fast path enabled) the underlay MTU minus the
-// VXLAN overhead, else the sleeve-mode 65535.
+// bridgeMTU is --mtu, else (fast path usable) the underlay MTU minus the
+// VXLAN overhead, else the sleeve-mode 65535. With a password and no trusted
+// subnets every link is encrypted, and encrypted links never use the kernel
+// path (no ESP), so the jumbo sleeve MTU serves them better than the VXLAN
+// one would.
 func (d *daemon) bridgeMTU() int {
 	if d.cfg.MTU != 0 || d.cfg.NoFastDP {
+		return d.cfg.BridgeMTU()
+	}
+	if d.cfg.Password != "" && len(d.cfg.TrustedSubnets) == 0 {
+		d.log.Info("bridge MTU for sleeve: every link is encrypted, so none can use the VXLAN path", "mtu", d.cfg.BridgeMTU())
 		return d.cfg.BridgeMTU()
 	}
 	mtu, iface := fastdp.UnderlayMTU(d.cfg.Host)

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"log/slog"
+	"net/netip"
 	"testing"
 
 	"github.com/seedf75a49c6/weave/fastdp"
@@ -14,14 +15,21 @@ func TestBridgeMTU(t *testing.T) {
 		name     string
 		mtu      int
 		noFastDP bool
+		password string
+		trusted  []netip.Prefix
 		want     int
 	}{
-		{"--mtu wins", 1400, false, 1400},
-		{"--mtu wins without fastdp", 9000, true, 9000},
-		{"sleeve only keeps jumbo bridge", 0, true, weaver.SleeveBridgeMTU},
-		{"fast path: underlay minus VXLAN overhead", 0, false, underlay - fastdp.Overhead},
+		{"--mtu wins", 1400, false, "", nil, 1400},
+		{"--mtu wins without fastdp", 9000, true, "", nil, 9000},
+		{"--mtu wins with a password", 1400, false, "pw", nil, 1400},
+		{"sleeve only keeps jumbo bridge", 0, true, "", nil, weaver.SleeveBridgeMTU},
+		{"fast path: underlay minus VXLAN overhead", 0, false, "", nil, underlay - fastdp.Overhead},
+		{"password, no trusted subnets: all links sleeve", 0, false, "pw", nil, weaver.SleeveBridgeMTU},
+		{"password with trusted subnets: some links may use vxlan", 0, false, "pw",
+			[]netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")}, underlay - fastdp.Overhead},
 	} {
-		d := &daemon{cfg: weaver.Config{MTU: c.mtu, NoFastDP: c.noFastDP}, log: slog.New(slog.DiscardHandler)}
+		d := &daemon{cfg: weaver.Config{MTU: c.mtu, NoFastDP: c.noFastDP, Password: c.password, TrustedSubnets: c.trusted},
+			log: slog.New(slog.DiscardHandler)}
 		if got := d.bridgeMTU(); got != c.want {
 			t.Errorf("%s: bridgeMTU = %d, want %d", c.name, got, c.want)
 		}
