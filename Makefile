@@ -49,7 +49,7 @@ fuzz: ## run every Fuzz target for FUZZTIME (default 10s) each
 demo: deps build ## three namespace hosts, encrypted, one link cut, pings and status (root)
 	sh test/demo.sh
 
-bench: deps build ## iperf3/ping: direct veth vs sleeve plain vs sleeve encrypted, plus go benchmarks (root)
+bench: deps build ## one table: direct veth, raw VXLAN, fastdp, sleeve plain/encrypted, wireguard-go; then go benchmarks (root)
 	bash test/bench.sh
 
 lint: ## gofmt, go vet, sh -n and shellcheck on the scripts, then go mod tidy -diff
