@@ -157,9 +157,19 @@ func (s *Sim) reachable(i int) map[mesh.PeerName]bool {
 	return seen
 }
 
+// linked reports whether a and b have a (not cut) link between them.
+func (s *Sim) linked(a, b mesh.PeerName) bool {
+	for l := range s.links {
+		if (l.a == a && l.b == b) || (l.a == b && l.b == a) {
+			return true
+		}
+	}
+	return false
+}
+
 // AwaitConverged polls until every peer has a unicast route to exactly the
-// peers reachable over the connected links, or fails the test at the
-// deadline.
+// peers reachable over the connected links, directly linked peers reached
+// directly, or fails the test at the deadline.
 func (s *Sim) AwaitConverged(tb testing.TB) {
 	tb.Helper()
 	deadline := time.Now().Add(s.opts.Timeout)
@@ -182,9 +192,14 @@ func (s *Sim) convergenceProblem() string {
 			if q == p {
 				continue
 			}
-			_, has := p.Mesh.Routes.Unicast(q.Name)
+			hop, has := p.Mesh.Routes.Unicast(q.Name)
 			if has != want[q.Name] {
 				return fmt.Sprintf("peer %s route to %s: have %v, want %v", p.NickName, q.NickName, has, want[q.Name])
+			}
+			// A directly linked peer must be reached directly: until both
+			// ends see the link established, mesh may route around it.
+			if s.linked(p.Name, q.Name) && hop != q.Name {
+				return fmt.Sprintf("peer %s reaches linked %s via %s", p.NickName, q.NickName, hop)
 			}
 		}
 	}
