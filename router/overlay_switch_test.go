@@ -201,6 +201,8 @@ func TestSwitchErrorsWhenAllSubForwardersFail(t *testing.T) {
 	}
 	ff.errc <- errors.New("heartbeat timeout")
 	eventually(t, "sleeve after fastdp failed", func() bool { return attrName(f) == "sleeve" })
+	// The monitor stops the failed forwarder after re-choosing the best.
+	eventually(t, "failed fastdp forwarder stopped", func() bool { return ff.stopCount() >= 1 })
 	if ff.stopCount() != 1 {
 		t.Fatalf("failed fastdp forwarder stopped %d times, want 1", ff.stopCount())
 	}
