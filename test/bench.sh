@@ -5,8 +5,6 @@
 #   plain    weave sleeve, no password
 #   crypt    weave sleeve, --password (NaCl)
 #   fastdp   weave with its VXLAN fast path (docs/fastdp.md), no password
-#   fastcsum fastdp with TX checksum offload turned back on in the container
-#            veths (weave attach turns it off; not in the default set)
 #   wg       wireguard-go between c1 and c2 over a veth (encrypted userspace
 #            anchor; needs `wg` from wireguard-tools, builds wireguard-go
 #            from the Go module proxy into bin/ once; skipped if unavailable)
@@ -103,20 +101,14 @@ setup_weave() {
 LAUNCH_EXTRA=(--no-fastdp) # setup_weave's default: sleeve only
 
 # setup_fastdp: setup_weave with the fast path, waiting until both routers
-# show the link on the vxlan overlay. "csum" re-enables TX checksum offload
-# on both ends of each container veth.
+# show the link on the vxlan overlay.
 setup_fastdp() {
-	local n=0 h i v
+	local n=0 h
 	LAUNCH_EXTRA=(); setup_weave; LAUNCH_EXTRA=(--no-fastdp)
 	for h in h1 h2; do
 		until weave "$h" status connections 2>/dev/null | grep -q ' established vxlan '; do
 			n=$((n + 1)); [ "$n" -le 120 ] || die "fastdp: $h not on vxlan within 30s"; sleep 0.25
 		done
-	done
-	[ "${1:-}" = csum ] || return 0
-	for i in 1 2; do
-		nsx "$P-c$i" ethtool -K ethwe tx on >/dev/null
-		for v in $(nsx "$P-h$i" ls /sys/class/net | grep '^vethwepl'); do nsx "$P-h$i" ethtool -K "$v" tx on >/dev/null; done
 	done
 }
 
@@ -222,7 +214,6 @@ for s in $SCENARIOS; do
 	plain) say "scenario plain: weave sleeve, no password"; setup_weave ;;
 	crypt) say "scenario crypt: weave sleeve, --password"; setup_weave --password "$PASSWORD" ;;
 	fastdp) say "scenario fastdp: weave VXLAN fast path"; setup_fastdp ;;
-	fastcsum) say "scenario fastcsum: weave VXLAN fast path, container TX csum offload on"; setup_fastdp csum ;;
 	wg) say "scenario wg: wireguard-go c1<->c2"; setup_wg || ok=0 ;;
 	*) die "unknown scenario $s" ;;
 	esac
@@ -242,11 +233,9 @@ for l in $SCENARIOS; do
 done
 echo "(TCP: median of $REPS x ${DURATION}s single stream; RTT: ping -c $PING_COUNT -i $PING_INTERVAL, mean and median; CPU: both routers"
 echo " (weaver or wireguard-go), % of one core during TCP; machine load while measuring: $(cut -d' ' -f1-3 /proc/loadavg))"
-for l in fastdp fastcsum; do
-	if [ -n "${TCP[$l]:-}" ] && [ -n "${TCP[vxlan]:-}" ]; then
-		echo "$l TCP / raw vxlan TCP = $(ratio "${TCP[$l]}" "${TCP[vxlan]}") (target >= 0.95)"
-	fi
-done
+if [ -n "${TCP[fastdp]:-}" ] && [ -n "${TCP[vxlan]:-}" ]; then
+	echo "fastdp TCP / raw vxlan TCP = $(ratio "${TCP[fastdp]}" "${TCP[vxlan]}") (target >= 0.95)"
+fi
 
 if [ "$GO_BENCH" = 1 ]; then
 	echo
