@@ -8,11 +8,10 @@ import (
 	wmesh "github.com/weaveworks/mesh"
 )
 
-// bridgeMTU is --mtu, else (fast path usable) the underlay MTU minus the
-// VXLAN overhead, else the sleeve-mode 65535. With a password and no trusted
-// subnets every link is encrypted, and encrypted links never use the kernel
-// path (no ESP), so the jumbo sleeve MTU serves them better than the VXLAN
-// one would.
+// bridgeMTU is --mtu, else (fast path usable) the VXLAN MTU, else the
+// sleeve-mode 65535. With a password and no trusted subnets every link is
+// encrypted, and encrypted links never use the kernel path (no ESP), so the
+// jumbo sleeve MTU serves them better than the VXLAN one would.
 func (d *daemon) bridgeMTU() int {
 	if d.cfg.MTU != 0 || d.cfg.NoFastDP {
 		return d.cfg.BridgeMTU()
@@ -21,8 +20,17 @@ func (d *daemon) bridgeMTU() int {
 		d.log.Info("bridge MTU for sleeve: every link is encrypted, so none can use the VXLAN path", "mtu", d.cfg.BridgeMTU())
 		return d.cfg.BridgeMTU()
 	}
+	return d.vxlanMTU()
+}
+
+// vxlanMTU is the MTU of the fast path's devices: --mtu, else the underlay
+// MTU minus the VXLAN overhead.
+func (d *daemon) vxlanMTU() int {
+	if d.cfg.MTU != 0 {
+		return d.cfg.MTU
+	}
 	mtu, iface := fastdp.UnderlayMTU(d.cfg.Host)
-	d.log.Info("bridge MTU from the underlay", "iface", iface, "underlay_mtu", mtu, "mtu", mtu-fastdp.Overhead)
+	d.log.Info("VXLAN MTU from the underlay", "iface", iface, "underlay_mtu", mtu, "mtu", mtu-fastdp.Overhead)
 	return mtu - fastdp.Overhead
 }
 
@@ -42,13 +50,13 @@ func (m *meshRef) shortID() wmesh.PeerShortID {
 
 // fastPath builds the VXLAN overlay unless --no-fastdp; it goes first in
 // the overlay list so links prefer it.
-func (d *daemon) fastPath(name wmesh.PeerName, ref *meshRef, mtu int) []router.Overlay {
+func (d *daemon) fastPath(name wmesh.PeerName, ref *meshRef) []router.Overlay {
 	if d.cfg.NoFastDP {
 		d.log.Info("fast datapath disabled (--no-fastdp); using sleeve only")
 		return nil
 	}
 	fd, err := fastdp.New(fastdp.Config{
-		Bridge: d.cfg.Bridge, Port: d.cfg.Port + 1, MTU: mtu, LocalShortID: ref.shortID,
+		Bridge: d.cfg.Bridge, Port: d.cfg.Port + 1, MTU: d.vxlanMTU(), LocalShortID: ref.shortID,
 		Logger: d.log.With("component", "fastdp"),
 	}, name)
 	if err != nil {

@@ -38,10 +38,28 @@ func TestBridgeMTU(t *testing.T) {
 
 func TestFastPathDisabledByFlag(t *testing.T) {
 	d := &daemon{cfg: weaver.Config{NoFastDP: true}, log: slog.New(slog.DiscardHandler)}
-	if o := d.fastPath(0, &meshRef{}, 1450); o != nil {
+	if o := d.fastPath(0, &meshRef{}); o != nil {
 		t.Fatalf("--no-fastdp built overlays %v", o)
 	}
 	if id := (&meshRef{}).shortID(); id != 0 {
 		t.Fatalf("short ID before the mesh exists = %d", id)
+	}
+}
+
+// The VXLAN devices keep the underlay-derived MTU even when the bridge is
+// sized for sleeve (password, no trusted subnets): a 65535 VXLAN MTU is
+// invalid and would disable the fast path and its status reasons.
+func TestVXLANMTUIndependentOfBridge(t *testing.T) {
+	underlay, _ := fastdp.UnderlayMTU("")
+	d := &daemon{cfg: weaver.Config{Password: "pw"}, log: slog.New(slog.DiscardHandler)}
+	if got := d.bridgeMTU(); got != weaver.SleeveBridgeMTU {
+		t.Fatalf("bridgeMTU = %d, want %d", got, weaver.SleeveBridgeMTU)
+	}
+	if got := d.vxlanMTU(); got != underlay-fastdp.Overhead {
+		t.Fatalf("vxlanMTU = %d, want %d", got, underlay-fastdp.Overhead)
+	}
+	d.cfg.MTU = 1400
+	if got := d.vxlanMTU(); got != 1400 {
+		t.Fatalf("vxlanMTU with --mtu = %d, want 1400", got)
 	}
 }

@@ -149,7 +149,7 @@ func (d *daemon) startDataPlane(name wmesh.PeerName) (*backend, error) {
 	}
 	d.onStop(sl.Stop)
 	ref := &meshRef{}
-	overlays := append(d.fastPath(name, ref, d.mtu), sl)
+	overlays := append(d.fastPath(name, ref), sl)
 	nr := router.NewNetworkRouter(router.Config{
 		Logger: d.log.With("component", "router"), MACMaxAge: macMaxAge, PktDebug: c.PktDebug,
 	}, overlays...)
