@@ -47,6 +47,15 @@ func TestAttachContainer(t *testing.T) {
 	if !slices.Contains(linkNames(t, host), ContainerVethPrefix+ShortID("", c2)) {
 		t.Errorf("no %s%s for the id-less container", ContainerVethPrefix, ShortID("", c2))
 	}
+	if err := netns.Do(host, func() error {
+		on, err := txChecksumEnabled("vethweplc0ffee1")
+		if !on {
+			t.Errorf("tx checksum offload off on the host end: GRO'd VXLAN segments would be re-segmented in software")
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
 	checkContainer(t, c1, mac1, []netip.Prefix{a1})
 
 	// A ping from c1 to c2 crosses the bridge.
