@@ -3,6 +3,7 @@ package ipam
 import (
 	"errors"
 	"fmt"
+	"github.com/seedf75a49c6/weave/internal/gobwire"
 )
 
 // encoding/gob's map decoder trusts the element count: once the input is
@@ -14,66 +15,24 @@ import (
 
 const maxGobDepth = 32
 
+// errBadGob marks gob data that is well formed but not what IPAM accepts
+// (unknown types, counts beyond the input, too deep); errShortGob marks
+// data that ends early or is malformed at the byte level.
 var (
-	errShortGob = errors.New("short gob data")
+	errShortGob = gobwire.ErrShort
 	errBadGob   = errors.New("bad gob data")
 )
 
-// gobReader is a minimal reader of the gob wire format: enough to walk type
-// definitions and values so that counts can be checked before
-// encoding/gob decodes untrusted bytes.
-type gobReader struct {
-	b   []byte
-	err error
-}
-
-func (r *gobReader) uint() uint64 {
-	if r.err != nil || len(r.b) == 0 {
-		r.err = errShortGob
-		return 0
-	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	if c < 0x80 {
-		return uint64(c)
-	}
-	n := 256 - int(c) // byte count, negated
-	if n > 8 || len(r.b) < n {
-		r.err = errBadGob
-		return 0
-	}
-	var x uint64
-	for _, d := range r.b[:n] {
-		x = x<<8 | uint64(d)
-	}
-	r.b = r.b[n:]
-	return x
-}
-
-func (r *gobReader) int() int64 {
-	u := r.uint()
-	if u&1 != 0 {
-		return ^int64(u >> 1)
-	}
-	return int64(u >> 1)
-}
-
-func (r *gobReader) string() string {
-	n := r.uint()
-	if r.err != nil || uint64(len(r.b)) < n {
-		r.err = errShortGob
-		return ""
-	}
-	s := string(r.b[:n])
-	r.b = r.b[n:]
-	return s
-}
+// gobReader walks gob type definitions and values (methods below) over the
+// primitive reader, so that counts can be checked before encoding/gob
+// decodes untrusted bytes.
+type gobReader struct{ gobwire.Reader }
 
 // structFields walks a struct encoding, calling f with each field number.
 func (r *gobReader) structFields(f func(field int)) {
 	field := 0
-	for r.err == nil {
-		d := r.uint()
+	for r.Err == nil {
+		d := r.Uint()
 		if d == 0 {
 			return
 		}
@@ -93,9 +52,9 @@ func (r *gobReader) commonType(d *wireDef) {
 	r.structFields(func(f int) {
 		switch f {
 		case 1:
-			d.name = r.string()
+			d.name = r.Str()
 		case 2:
-			r.int()
+			r.Int()
 		}
 	})
 }
@@ -109,18 +68,18 @@ func (r *gobReader) wireType() wireDef {
 			case g == 1:
 				r.commonType(&d)
 			case g == 2 && f == 3:
-				n := r.uint()
-				for i := uint64(0); i < n && r.err == nil; i++ {
+				n := r.Uint()
+				for i := uint64(0); i < n && r.Err == nil; i++ {
 					r.structFields(func(h int) {
 						if h == 1 {
-							d.fields = append(d.fields, r.string())
+							d.fields = append(d.fields, r.Str())
 						} else {
-							d.refs = append(d.refs, r.int())
+							d.refs = append(d.refs, r.Int())
 						}
 					})
 				}
 			default:
-				d.refs = append(d.refs, r.int())
+				d.refs = append(d.refs, r.Int())
 			}
 		})
 	})
@@ -144,66 +103,66 @@ type gobChecker struct {
 // checkGob validates a whole gob stream (definitions and values).
 func checkGob(stream []byte) error {
 	c := &gobChecker{types: map[int64]wireDef{}}
-	r := &gobReader{b: stream}
-	for len(r.b) > 0 && r.err == nil {
-		n := r.uint()
-		if r.err == nil && uint64(len(r.b)) < n {
-			return fmt.Errorf("check gob: message of %d bytes, %d left: %w", n, len(r.b), errShortGob)
+	r := &gobReader{gobwire.Reader{B: stream}}
+	for len(r.B) > 0 && r.Err == nil {
+		n := r.Uint()
+		if r.Err == nil && uint64(len(r.B)) < n {
+			return fmt.Errorf("check gob: message of %d bytes, %d left: %w", n, len(r.B), errShortGob)
 		}
-		if r.err != nil {
+		if r.Err != nil {
 			break
 		}
-		m := &gobReader{b: r.b[:n]}
-		r.b = r.b[n:]
+		m := &gobReader{gobwire.Reader{B: r.B[:n]}}
+		r.B = r.B[n:]
 		if err := c.message(m); err != nil {
 			return fmt.Errorf("check gob: %w", err)
 		}
 	}
-	if r.err != nil {
-		return fmt.Errorf("check gob: %w", r.err)
+	if r.Err != nil {
+		return fmt.Errorf("check gob: %w", r.Err)
 	}
 	return nil
 }
 
 func (c *gobChecker) message(m *gobReader) error {
-	id := m.int()
+	id := m.Int()
 	if id < 0 {
 		d := m.wireType()
-		if m.err == nil && d.kind == "" {
+		if m.Err == nil && d.kind == "" {
 			return fmt.Errorf("type %d: %w: empty definition", -id, errBadGob)
 		}
 		c.types[-id] = d
-		return m.err
+		return m.Err
 	}
 	if d, ok := c.types[id]; !ok || d.kind != "struct" {
-		if m.uint() != 0 { // singleton marker
+		if m.Uint() != 0 { // singleton marker
 			return fmt.Errorf("value of type %d: %w: no singleton marker", id, errBadGob)
 		}
 	}
 	c.value(m, id, 0)
-	return m.err
+	return m.Err
 }
 
-// value walks one value of type id, recording the first problem in m.err.
+// value walks one value of type id, recording the first problem in m.Err.
 func (c *gobChecker) value(m *gobReader, id int64, depth int) {
-	if m.err != nil {
+	if m.Err != nil {
 		return
 	}
 	if depth > maxGobDepth {
-		m.err = fmt.Errorf("%w: nesting deeper than %d", errBadGob, maxGobDepth)
+		m.Err = fmt.Errorf("%w: nesting deeper than %d", errBadGob, maxGobDepth)
 		return
 	}
 	switch id {
 	case gobBool, gobInt, gobUint, gobFloat:
-		m.uint()
+		m.Uint()
 		return
 	case gobBytes, gobString:
-		m.string()
+		m.Str()
 		return
 	}
 	d, ok := c.types[id]
 	if !ok {
-		m.err = fmt.Errorf("%w: unsupported or undefined type %d", errBadGob, id)
+		m.Err = fmt.Errorf("%w: unsupported or undefined type %d", errBadGob, id)
 		return
 	}
 	switch d.kind {
@@ -214,20 +173,20 @@ func (c *gobChecker) value(m *gobReader, id int64, depth int) {
 	case "map":
 		c.mapValue(m, d, depth)
 	default:
-		m.err = fmt.Errorf("%w: unsupported kind %s", errBadGob, d.kind)
+		m.Err = fmt.Errorf("%w: unsupported kind %s", errBadGob, d.kind)
 	}
 }
 
 func (c *gobChecker) structValue(m *gobReader, d wireDef, depth int) {
 	field := -1
-	for len(m.b) > 0 && m.err == nil { // like gob, a struct may end at EOF
-		delta := m.uint()
+	for len(m.B) > 0 && m.Err == nil { // like gob, a struct may end at EOF
+		delta := m.Uint()
 		if delta == 0 {
 			return
 		}
 		field += int(delta)
 		if delta > uint64(len(d.refs)) || field >= len(d.refs) {
-			m.err = fmt.Errorf("%w: field %d of %d in %q", errBadGob, field, len(d.refs), d.name)
+			m.Err = fmt.Errorf("%w: field %d of %d in %q", errBadGob, field, len(d.refs), d.name)
 			return
 		}
 		c.value(m, d.refs[field], depth+1)
@@ -236,33 +195,33 @@ func (c *gobChecker) structValue(m *gobReader, d wireDef, depth int) {
 
 // count reads an element count and rejects one larger than the bytes left.
 func (m *gobReader) count() uint64 {
-	n := m.uint()
-	if m.err == nil && n > uint64(len(m.b)) {
-		m.err = fmt.Errorf("%w: count %d exceeds %d bytes left", errBadGob, n, len(m.b))
+	n := m.Uint()
+	if m.Err == nil && n > uint64(len(m.B)) {
+		m.Err = fmt.Errorf("%w: count %d exceeds %d bytes left", errBadGob, n, len(m.B))
 	}
 	return n
 }
 
 func (c *gobChecker) sliceValue(m *gobReader, d wireDef, depth int) {
 	if len(d.refs) < 1 {
-		m.err = fmt.Errorf("%w: slice without element type", errBadGob)
+		m.Err = fmt.Errorf("%w: slice without element type", errBadGob)
 		return
 	}
 	n := m.count()
-	for i := uint64(0); i < n && m.err == nil; i++ {
+	for i := uint64(0); i < n && m.Err == nil; i++ {
 		c.value(m, d.refs[0], depth+1)
 	}
 }
 
 func (c *gobChecker) mapValue(m *gobReader, d wireDef, depth int) {
 	if len(d.refs) < 2 {
-		m.err = fmt.Errorf("%w: map without key/element types", errBadGob)
+		m.Err = fmt.Errorf("%w: map without key/element types", errBadGob)
 		return
 	}
 	n := m.count()
-	for i := uint64(0); i < n && m.err == nil; i++ {
-		if len(m.b) == 0 {
-			m.err = fmt.Errorf("%w: map of %d entries ends after %d", errShortGob, n, i)
+	for i := uint64(0); i < n && m.Err == nil; i++ {
+		if len(m.B) == 0 {
+			m.Err = fmt.Errorf("%w: map of %d entries ends after %d", errShortGob, n, i)
 			return
 		}
 		c.value(m, d.refs[0], depth+1)

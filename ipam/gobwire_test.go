@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/seedf75a49c6/weave/internal/gobwire"
 	"os"
 	"strings"
 	"testing"
@@ -23,24 +24,24 @@ func canonicalGob(t *testing.T, stream []byte) string {
 	}
 	var msgs []msg
 	order := map[int64]int{}
-	r := &gobReader{b: stream}
-	for len(r.b) > 0 && r.err == nil {
-		n := r.uint()
-		if r.err != nil || uint64(len(r.b)) < n {
+	r := &gobReader{gobwire.Reader{B: stream}}
+	for len(r.B) > 0 && r.Err == nil {
+		n := r.Uint()
+		if r.Err != nil || uint64(len(r.B)) < n {
 			t.Fatalf("truncated gob stream")
 		}
-		m := &gobReader{b: r.b[:n]}
-		r.b = r.b[n:]
-		id := m.int()
+		m := &gobReader{gobwire.Reader{B: r.B[:n]}}
+		r.B = r.B[n:]
+		id := m.Int()
 		if id < 0 {
 			d := m.wireType()
 			order[-id] = len(order)
 			msgs = append(msgs, msg{id: -id, def: &d})
 		} else {
-			msgs = append(msgs, msg{id: id, body: m.b})
+			msgs = append(msgs, msg{id: id, body: m.B})
 		}
-		if m.err != nil {
-			t.Fatalf("parse gob: %v", m.err)
+		if m.Err != nil {
+			t.Fatalf("parse gob: %v", m.Err)
 		}
 	}
 	ref := func(id int64) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/seedf75a49c6/weave/internal/gobwire"
 	"maps"
 	"slices"
 )
@@ -28,38 +29,38 @@ type FeaturesLayout struct {
 // message and returns the map as well.
 func ParseFeaturesLayout(b []byte) (FeaturesLayout, map[string]string, error) {
 	var lay FeaturesLayout
-	r := gobReader{b: b}
-	def := r.message()
-	id := def.int()
-	if r.err != nil || def.err != nil || id >= 0 {
-		return lay, nil, fmt.Errorf("parse features type definition: %w", errors.Join(ErrBadGob, r.err, def.err))
+	r := gobwire.Reader{B: b}
+	def := r.Message()
+	id := def.Int()
+	if r.Err != nil || def.Err != nil || id >= 0 {
+		return lay, nil, fmt.Errorf("parse features type definition: %w", errors.Join(ErrBadGob, r.Err, def.Err))
 	}
 	lay.TypeID = int(-id)
 	want := mapTypeDef(lay.TypeID)
-	if !bytes.Equal(def.b, want) {
-		return lay, nil, fmt.Errorf("parse features type definition %x: %w", def.b, ErrBadGob)
+	if !bytes.Equal(def.B, want) {
+		return lay, nil, fmt.Errorf("parse features type definition %x: %w", def.B, ErrBadGob)
 	}
-	val := r.message()
+	val := r.Message()
 	m, err := parseFeaturesValue(&val, lay.TypeID, &lay)
-	if err == nil && (r.err != nil || len(r.b) != 0) {
-		err = fmt.Errorf("parse features: %w", errors.Join(ErrTrailing, r.err))
+	if err == nil && (r.Err != nil || len(r.B) != 0) {
+		err = fmt.Errorf("parse features: %w", errors.Join(ErrTrailing, r.Err))
 	}
 	return lay, m, err
 }
 
-func parseFeaturesValue(val *gobReader, typeID int, lay *FeaturesLayout) (map[string]string, error) {
-	if val.int() != int64(typeID) || val.uint() != 0 {
+func parseFeaturesValue(val *gobwire.Reader, typeID int, lay *FeaturesLayout) (map[string]string, error) {
+	if val.Int() != int64(typeID) || val.Uint() != 0 {
 		return nil, fmt.Errorf("parse features value header: %w", ErrBadGob)
 	}
-	n := val.uint()
-	if val.err != nil || n > uint64(len(val.b)) {
-		return nil, fmt.Errorf("parse features count %d: %w", n, errors.Join(ErrBadGob, val.err))
+	n := val.Uint()
+	if val.Err != nil || n > uint64(len(val.B)) {
+		return nil, fmt.Errorf("parse features count %d: %w", n, errors.Join(ErrBadGob, val.Err))
 	}
 	m := make(map[string]string, n)
 	for range n {
-		k, v := val.string(), val.string()
-		if val.err != nil {
-			return nil, fmt.Errorf("parse features entry: %w", val.err)
+		k, v := val.Str(), val.Str()
+		if val.Err != nil {
+			return nil, fmt.Errorf("parse features entry: %w", val.Err)
 		}
 		if _, dup := m[k]; dup {
 			return nil, fmt.Errorf("parse features key %q twice: %w", k, ErrBadGob)
@@ -67,7 +68,7 @@ func parseFeaturesValue(val *gobReader, typeID int, lay *FeaturesLayout) (map[st
 		lay.Keys = append(lay.Keys, k)
 		m[k] = v
 	}
-	if len(val.b) != 0 {
+	if len(val.B) != 0 {
 		return nil, fmt.Errorf("parse features value: %w", ErrTrailing)
 	}
 	return m, nil
@@ -139,70 +140,4 @@ func appendGobInt(b []byte, i int64) []byte {
 
 func appendGobString(b []byte, s string) []byte {
 	return append(appendGobUint(b, uint64(len(s))), s...)
-}
-
-// gobReader reads gob primitives; the first error sticks.
-type gobReader struct {
-	b   []byte
-	err error
-}
-
-func (r *gobReader) fail() { r.err, r.b = ErrShort, nil }
-
-func (r *gobReader) uint() uint64 {
-	if r.err != nil || len(r.b) == 0 {
-		r.fail()
-		return 0
-	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	if c < 0x80 {
-		return uint64(c)
-	}
-	n := 256 - int(c) // 0xff = 1 byte ... 0xf8 = 8 bytes; 0x80 must not wrap
-	if n > 8 || n > len(r.b) {
-		r.fail()
-		return 0
-	}
-	var x uint64
-	for _, d := range r.b[:n] {
-		x = x<<8 | uint64(d)
-	}
-	r.b = r.b[n:]
-	if x < 0x80 || x>>(8*(n-1)) == 0 {
-		r.fail() // not the minimal encoding gob writes
-		return 0
-	}
-	return x
-}
-
-func (r *gobReader) int() int64 {
-	u := r.uint()
-	if u&1 != 0 {
-		return ^int64(u >> 1)
-	}
-	return int64(u >> 1)
-}
-
-func (r *gobReader) string() string {
-	n := r.uint()
-	if r.err != nil || n > uint64(len(r.b)) {
-		r.fail()
-		return ""
-	}
-	s := string(r.b[:n])
-	r.b = r.b[n:]
-	return s
-}
-
-// message splits off one length-prefixed gob message.
-func (r *gobReader) message() gobReader {
-	n := r.uint()
-	if r.err != nil || n > uint64(len(r.b)) {
-		r.fail()
-		return gobReader{err: ErrShort}
-	}
-	m := gobReader{b: r.b[:n]}
-	r.b = r.b[n:]
-	return m
 }

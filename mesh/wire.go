@@ -6,6 +6,7 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"github.com/seedf75a49c6/weave/internal/gobwire"
 	"io"
 
 	wmesh "github.com/weaveworks/mesh"
@@ -38,7 +39,7 @@ const (
 
 // Errors returned by the decoders; match with errors.Is.
 var (
-	ErrShort      = errors.New("truncated input")
+	ErrShort      = gobwire.ErrShort // truncated input
 	ErrTooBig     = errors.New("frame exceeds maximum size")
 	ErrBadHeader  = errors.New("protocol header not recognised")
 	ErrBadTag     = errors.New("not a gossip tag")

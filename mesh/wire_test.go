@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/seedf75a49c6/weave/internal/gobwire"
 	"maps"
 	"os"
 	"os/exec"
@@ -320,10 +321,10 @@ func burnGobTypeID(i int) (int, error) {
 	if err := gob.NewEncoder(&buf).EncodeValue(reflect.New(typ).Elem()); err != nil {
 		return 0, fmt.Errorf("burn gob type id: %w", err)
 	}
-	r := gobReader{b: buf.Bytes()}
-	m := r.message()
-	id := m.int()
-	if r.err != nil || m.err != nil || id >= 0 {
+	r := gobwire.Reader{B: buf.Bytes()}
+	m := r.Message()
+	id := m.Int()
+	if r.Err != nil || m.Err != nil || id >= 0 {
 		return 0, errors.New("burn gob type id: no type definition")
 	}
 	return int(-id), nil
