@@ -97,7 +97,7 @@ for i in 2 1 3; do
 	[ "$i" -eq 2 ] || peers=192.168.100.2
 	# shellcheck disable=SC2086 # empty $peers must vanish
 	name=$(weave "h$i" launch --password "$PASSWORD" --name "aa:00:00:00:00:0$i" --nickname "h$i" \
-		--ipalloc-range 10.32.0.0/12 --ipalloc-init consensus=3 --no-fastdp $peers) || die "weave launch on h$i"
+		--ipalloc-range 10.32.0.0/12 --ipalloc-init consensus=3 $peers) || die "weave launch on h$i"
 	echo "h$i: peer $name"
 done
 
@@ -131,5 +131,5 @@ say "weave status ipam (h1: each peer's share of 10.32.0.0/12)"
 weave h1 status ipam
 say "weave status peers (h1)"
 weave h1 status peers
-say "weave status connections (h1: h3 is unreachable, h2 established and encrypted)"
+say "weave status connections (h1: h3 is unreachable; h2 established, encrypted, on sleeve with the reason the fast path is not used)"
 weave h1 status connections
