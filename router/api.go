@@ -18,6 +18,11 @@ const (
 	// remote peer a frame captured locally from that MAC is still treated
 	// as a loop (dropped) rather than as the container having moved here.
 	DefaultMACMoveGrace = 2 * time.Second
+	// DefaultBusyPoll is how long the capture loop and an overlay's receive
+	// loop keep polling both sockets after their last frame before they
+	// sleep (see BusyPoller). A ping round trip on an idle router otherwise
+	// pays a cold thread wake-up per hop (docs/performance.md, "Latency").
+	DefaultBusyPoll = 200 * time.Microsecond
 )
 
 // Config configures a NetworkRouter. Zero fields take the documented
@@ -27,6 +32,10 @@ type Config struct {
 	MACMaxAge    time.Duration // MAC cache entry lifetime; default 10 min (Weave's macMaxAge)
 	MACMoveGrace time.Duration // loop-protection window, see macCache; default 2 s
 	PktDebug     bool          // log every frame decision at debug level
+	// BusyPoll is the busy-poll window of the capture and overlay receive
+	// loops (see BusyPoller); default DefaultBusyPoll; negative: off. An
+	// idle router spends at most about twice this much CPU per frame burst.
+	BusyPoll time.Duration
 
 	// Now is the clock; default time.Now. Tests inject a fake.
 	Now func() time.Time
@@ -45,6 +54,9 @@ func (c Config) withDefaults() Config {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.BusyPoll == 0 {
+		c.BusyPoll = DefaultBusyPoll
+	}
 	return c
 }
 
@@ -56,6 +68,8 @@ type NetworkRouter struct {
 	log *slog.Logger
 	sw  *OverlaySwitch
 	mac *macCache
+
+	pollers []BusyPoller // overlays with their own receive loop
 
 	// bound is set once by Start; the hot path loads it without locking.
 	bound atomic.Pointer[binding]
@@ -80,6 +94,11 @@ func NewNetworkRouter(cfg Config, overlays ...Overlay) *NetworkRouter {
 		mac: newMACCache(cfg.MACMaxAge, cfg.MACMoveGrace, cfg.Now),
 	}
 	r.lifecycle.stop = make(chan struct{})
+	for _, o := range overlays {
+		if p, ok := o.(BusyPoller); ok {
+			r.pollers = append(r.pollers, p)
+		}
+	}
 	return r
 }
 
@@ -102,8 +121,46 @@ func (r *NetworkRouter) Start(m *mesh.Router, inj Injector) {
 	r.lifecycle.started = true
 	r.bound.Store(&binding{mesh: m, routes: m.Routes, ourself: m.Ourself.Name, inj: inj})
 	m.Peers.OnGC(r.peerGone)
+	r.wireBusyPoll(inj)
 	r.lifecycle.wg.Add(1)
 	go r.expireLoop(r.lifecycle.stop)
+}
+
+// BusyPoller is a receive loop that can busy-poll: the capture socket
+// (the Injector) and overlays with a socket of their own (sleeve). Start
+// pairs the Injector with each overlay: after the capture loop forwards a
+// frame it polls the overlay for the reply, and after an overlay injects
+// one it polls the capture socket, for up to Config.BusyPoll each.
+type BusyPoller interface {
+	// PollOnce handles one waiting frame on the caller's goroutine, if any
+	// and if the loop is not busy; it never blocks.
+	PollOnce() bool
+	// SetBusyPoll sets the window (<= 0: off), the peer to poll, and the
+	// token that lets only one loop of a pair spin at a time.
+	SetBusyPoll(d time.Duration, peer func() bool, tok *atomic.Bool)
+}
+
+func (r *NetworkRouter) wireBusyPoll(inj Injector) {
+	c, ok := inj.(BusyPoller)
+	if !ok || len(r.pollers) == 0 || r.cfg.BusyPoll < 0 {
+		return
+	}
+	tok := new(atomic.Bool)
+	for _, p := range r.pollers {
+		p.SetBusyPoll(r.cfg.BusyPoll, c.PollOnce, tok)
+	}
+	if len(r.pollers) == 1 {
+		c.SetBusyPoll(r.cfg.BusyPoll, r.pollers[0].PollOnce, tok)
+		return
+	}
+	ps := r.pollers
+	c.SetBusyPoll(r.cfg.BusyPoll, func() bool {
+		did := false
+		for _, p := range ps {
+			did = p.PollOnce() || did
+		}
+		return did
+	}, tok)
 }
 
 // binding is what Start ties the router to.

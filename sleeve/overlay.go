@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/seedf75a49c6/weave/router"
@@ -98,6 +98,21 @@ type Overlay struct {
 	}
 	rxUnknown, rxGarbage, rxErrors atomic.Uint64
 
+	// rx serialises "receive one datagram + handle it" between the receive
+	// loop and PollOnce callers, so datagrams are handled in order, one at
+	// a time (the receive crypto state needs that). It owns the buffers.
+	rx struct {
+		sync.Mutex
+		buf, plain []byte
+		polled     bool // result of the last pollCtl
+	}
+	busy    busyPoll
+	raw     syscall.RawConn       // of socks.main
+	ownPoll func() bool           // bound once: pollOwn, for the busy-poll loop
+	readFn  func(fd uintptr) bool // bound once: readAndHandle
+	pollCtl func(fd uintptr)      // bound once: the RawConn.Control callback of pollOwn
+	closed  atomic.Bool
+
 	stopOnce sync.Once
 	wg       sync.WaitGroup
 }
@@ -126,6 +141,12 @@ func New(cfg Config) (*Overlay, error) {
 	}
 	o.mu.byPeer = make(map[mesh.PeerName]*forwarder)
 	o.mu.all = make(map[*forwarder]struct{})
+	o.rx.buf, o.rx.plain = make([]byte, 65536), make([]byte, 65536)
+	o.ownPoll, o.readFn, o.pollCtl = o.pollOwn, o.readAndHandle, o.pollFD
+	if o.raw, err = socks.main.SyscallConn(); err != nil {
+		socks.close()
+		return nil, fmt.Errorf("get raw conn of sleeve socket: %w", err)
+	}
 	o.wg.Add(1)
 	go o.receiveLoop()
 	return o, nil
@@ -191,26 +212,10 @@ func (o *Overlay) Stop() {
 		for _, f := range fs {
 			f.Stop()
 		}
+		o.closed.Store(true)
 		o.socks.close()
 		o.wg.Wait()
 	})
-}
-
-func (o *Overlay) receiveLoop() {
-	defer o.wg.Done()
-	buf := make([]byte, 65536)
-	plain := make([]byte, 65536)
-	for {
-		n, from, err := o.socks.main.ReadFromUDPAddrPort(buf)
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			o.rxErrors.Add(1)
-			continue
-		}
-		o.handleDatagram(buf[:n], from, plain)
-	}
 }
 
 func (o *Overlay) handleDatagram(d []byte, from netip.AddrPort, plain []byte) {

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -137,3 +138,60 @@ func (s *sockets) closePMTU() {
 }
 
 func isMsgTooBig(err error) bool { return errors.Is(err, unix.EMSGSIZE) }
+
+// receiveLoop receives and handles datagrams until the socket is closed.
+func (o *Overlay) receiveLoop() {
+	defer o.wg.Done()
+	for {
+		if err := o.raw.Read(o.readFn); err != nil || o.closed.Load() {
+			return // only a closed socket fails the poller wait
+		}
+	}
+}
+
+// readAndHandle is the RawConn.Read callback: it handles every datagram
+// that is ready, then busy-polls (see SetBusyPoll); false asks the
+// netpoller to wait.
+func (o *Overlay) readAndHandle(fd uintptr) bool {
+	for !o.closed.Load() {
+		o.rx.Lock()
+		got := o.receiveLocked(int(fd))
+		o.rx.Unlock()
+		if got {
+			continue
+		}
+		if !o.busy.spin(o.ownPoll, &o.closed) {
+			return false
+		}
+	}
+	return true
+}
+
+// receiveLocked receives and handles at most one datagram without
+// blocking; o.rx is held and fd is open.
+func (o *Overlay) receiveLocked(fd int) bool {
+	n, from, err := recvInet4(fd, o.rx.buf)
+	switch {
+	case errors.Is(err, unix.EAGAIN):
+		return false
+	case err != nil: // e.g. ECONNREFUSED from an earlier send: reported once
+		o.rxErrors.Add(1)
+		return true
+	}
+	o.handleDatagram(o.rx.buf[:n], from, o.rx.plain)
+	return true
+}
+
+// recvInet4 is recvfrom(2) on an AF_INET socket without allocating a
+// Sockaddr (x/sys/unix.Recvfrom allocates one per call).
+func recvInet4(fd int, p []byte) (int, netip.AddrPort, error) {
+	var rsa unix.RawSockaddrInet4
+	salen := uint32(unsafe.Sizeof(rsa))
+	n, _, errno := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))),
+		uintptr(len(p)), unix.MSG_DONTWAIT, uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&salen)))
+	if errno != 0 {
+		return 0, netip.AddrPort{}, errno
+	}
+	port := uint16(rsa.Port>>8) | uint16(rsa.Port<<8)
+	return int(n), netip.AddrPortFrom(netip.AddrFrom4(rsa.Addr), port), nil
+}

@@ -34,3 +34,27 @@ func (s *sockets) kernelPMTU(netip.AddrPort) (int, error) {
 func (s *sockets) closePMTU() {}
 
 func isMsgTooBig(error) bool { return false }
+
+// receiveLoop receives and handles datagrams until the socket is closed.
+func (o *Overlay) receiveLoop() {
+	defer o.wg.Done()
+	for {
+		n, from, err := o.socks.main.ReadFromUDPAddrPort(o.rx.buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			o.rxErrors.Add(1)
+			continue
+		}
+		o.rx.Lock()
+		o.handleDatagram(o.rx.buf[:n], from, o.rx.plain)
+		o.rx.Unlock()
+	}
+}
+
+// readAndHandle is unused outside Linux.
+func (o *Overlay) readAndHandle(uintptr) bool { return false }
+
+// receiveLocked does nothing outside Linux (the loop above reads).
+func (o *Overlay) receiveLocked(int) bool { return false }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -30,6 +31,19 @@ type Handle struct {
 	}
 	running atomic.Bool
 	closed  atomic.Bool
+
+	// rx serialises "read one frame + handle it" between Run and PollOnce,
+	// so frames are handled one at a time and in order. It owns the reader.
+	rx struct {
+		sync.Mutex
+		r      reader
+		fn     func(frame []byte) // Run's handler, for PollOnce
+		polled readResult         // result of the last pollCtl
+	}
+	busy    busyPoll
+	fd      int           // the raw socket, for the busy-poll loop
+	ownPoll func() bool   // bound once: tryHandle without waiting, on fd
+	pollCtl func(uintptr) // bound once: PollOnce's Control callback
 
 	write struct { // serialises InjectFrame and owns its reusable callback
 		sync.Mutex
@@ -66,7 +80,9 @@ func Open(ifname string) (*Handle, error) {
 		f.Close()
 		return nil, fmt.Errorf("get raw conn for %s: %w", ifname, err)
 	}
-	h := &Handle{file: f, rc: rc}
+	h := &Handle{file: f, rc: rc, fd: fd}
+	h.ownPoll = func() bool { return h.tryHandle(h.fd, false) != readNone }
+	h.pollCtl = func(fd uintptr) { h.rx.polled = h.handleLocked(int(fd)) }
 	h.write.fn = h.writeOnce
 	return h, nil
 }
@@ -95,49 +111,134 @@ func setup(fd, ifindex int) error {
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // Run reads frames until Close is called, calling fn for each from a single
-// goroutine. frame is only valid for the duration of fn. Returns nil after
-// Close, or the read error. Only one Run may be active at a time.
+// goroutine at a time (Run's, or a PollOnce caller's). frame is only valid
+// for the duration of fn. Returns nil after Close, or the read error. Only
+// one Run may be active at a time.
 func (h *Handle) Run(fn func(frame []byte)) error {
 	if !h.running.CompareAndSwap(false, true) {
 		return errors.New("capture: Run already active")
 	}
 	defer h.running.Store(false)
-	r := reader{buf: make([]byte, readBufSize)}
-	readFn := r.readOnce // bound once: no allocation per frame
+	h.rx.Lock()
+	if h.rx.r.buf == nil {
+		h.rx.r.buf = make([]byte, readBufSize)
+	}
+	h.rx.fn = fn
+	h.rx.Unlock()
+	defer func() { h.rx.Lock(); h.rx.fn = nil; h.rx.Unlock() }()
+	readFn := h.readAndHandle // bound once: no allocation per frame
 	for {
+		var err error
 		if err := h.rc.Read(readFn); err != nil {
 			if h.closed.Load() {
 				return nil
 			}
 			return fmt.Errorf("read frame: %w", err)
 		}
-		if r.err != nil {
-			if errors.Is(r.err, unix.EINTR) || errors.Is(r.err, unix.ENETDOWN) {
+		h.rx.Lock()
+		err, h.rx.r.err = h.rx.r.err, nil
+		h.rx.Unlock()
+		if err != nil {
+			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ENETDOWN) {
 				continue
 			}
-			return fmt.Errorf("read frame: %w", r.err)
-		}
-		if r.n > 0 {
-			fn(r.buf[:r.n])
+			return fmt.Errorf("read frame: %w", err)
 		}
 	}
 }
 
-// reader holds the reused buffer and the result of the last read.
-type reader struct {
-	buf []byte
-	n   int
-	err error
+// readAndHandle is the RawConn.Read callback: it handles every frame that
+// is ready, then busy-polls (see SetBusyPoll) before it returns false,
+// which asks the netpoller to wait. true means a read error is in h.rx.r.err.
+func (h *Handle) readAndHandle(fd uintptr) bool {
+	for {
+		if h.closed.Load() {
+			return true
+		}
+		switch h.tryHandle(int(fd), true) {
+		case readError:
+			return true
+		case readHandled:
+			continue
+		}
+		if !h.busy.spin(h.ownPoll, &h.closed) {
+			return false
+		}
+	}
 }
 
-// readOnce is the RawConn.Read callback: false asks the poller to wait.
-func (r *reader) readOnce(fd uintptr) bool {
-	n, err := unix.Read(int(fd), r.buf)
-	if errors.Is(err, unix.EAGAIN) {
+type readResult int
+
+const (
+	readNone readResult = iota
+	readHandled
+	readError
+)
+
+// tryHandle reads and handles at most one frame without blocking. wait
+// says whether to wait for the rx lock (Run) or give up when it is held.
+// fd must be open: Run's Read callback, or PollOnce's Control callback.
+func (h *Handle) tryHandle(fd int, wait bool) readResult {
+	if wait {
+		h.rx.Lock()
+	} else if !h.rx.TryLock() {
+		return readNone
+	}
+	defer h.rx.Unlock()
+	return h.handleLocked(fd)
+}
+
+// handleLocked is tryHandle with h.rx held.
+func (h *Handle) handleLocked(fd int) readResult {
+	r := &h.rx.r
+	if r.buf == nil || h.rx.fn == nil {
+		return readNone
+	}
+	n, err := unix.Read(fd, r.buf)
+	switch {
+	case errors.Is(err, unix.EAGAIN):
+		return readNone
+	case err != nil:
+		r.err = err
+		return readError
+	case n > 0:
+		h.rx.fn(r.buf[:n])
+		return readHandled
+	}
+	return readNone
+}
+
+// PollOnce handles one captured frame, if one is waiting and Run is not
+// handling one right now, with Run's handler, on the caller's goroutine.
+// It never blocks and reports whether it handled a frame. The sleeve
+// receive loop calls it after injecting a frame, so that a reply the
+// container produced at once skips the capture goroutine's wake-up. A
+// read error is left for Run to report.
+func (h *Handle) PollOnce() bool {
+	if h.closed.Load() || !h.rx.TryLock() {
 		return false
 	}
-	r.n, r.err = n, err
-	return true
+	defer h.rx.Unlock()
+	h.rx.polled = readNone
+	_ = h.rc.Control(h.pollCtl)
+	return h.rx.polled == readHandled
+}
+
+// SetBusyPoll makes Run, once no frame is waiting, keep polling for up to d
+// (calling peer, e.g. the overlay's PollOnce, and reading its own socket
+// without blocking) before it sleeps in the netpoller. peer reports
+// whether it did some work, which restarts the d window. tok, when not
+// nil, is shared with the peer loop: only the loop holding it spins, since
+// either one polls both sockets. d <= 0 turns busy-polling off (the
+// default). Safe to call at any time.
+func (h *Handle) SetBusyPoll(d time.Duration, peer func() bool, tok *atomic.Bool) {
+	h.busy.set(d, peer, tok)
+}
+
+// reader holds the reused buffer and the last read error.
+type reader struct {
+	buf []byte
+	err error
 }
 
 // InjectFrame writes one frame into the interface. Safe for concurrent use.

@@ -2,6 +2,11 @@
 
 package capture
 
+import (
+	"sync/atomic"
+	"time"
+)
+
 // Handle is an open capture socket (never created outside Linux).
 type Handle struct{}
 
@@ -19,3 +24,9 @@ func (h *Handle) Stats() Stats { return Stats{} }
 
 // Close does nothing outside Linux.
 func (h *Handle) Close() error { return nil }
+
+// PollOnce does nothing outside Linux.
+func (h *Handle) PollOnce() bool { return false }
+
+// SetBusyPoll does nothing outside Linux.
+func (h *Handle) SetBusyPoll(d time.Duration, peer func() bool, tok *atomic.Bool) {}
