@@ -5,77 +5,6 @@ import (
 	"time"
 )
 
-// busyPoll is the bounded busy-poll window of the receive loop: after the
-// last datagram, instead of sleeping in the netpoller at once (a cold
-// wake-up of 50 to 70 us for the next one on an idle VM), the loop polls
-// its own socket and a peer's (the capture socket) for up to d, restarted
-// by every frame either finds.
-type busyPoll struct {
-	d    atomic.Int64                // window in ns; <= 0 is off
-	last int64                       // when the loop last went to sleep (UnixNano); only its own goroutine uses it
-	tok  atomic.Pointer[atomic.Bool] // held by the one loop of the pair that spins
-	peer atomic.Pointer[func() bool] // the capture loop's PollOnce, or nil
-}
-
-// minIdleGap: a loop spins only after a burst that followed at least this
-// long a pause. That is where a cold wake-up would follow (a ping, a
-// request); on a busy link the next frame comes soon anyway, and spinning
-// there would only take CPU from the applications.
-const minIdleGap = time.Millisecond
-
-func (b *busyPoll) set(d time.Duration, peer func() bool, tok *atomic.Bool) {
-	b.tok.Store(tok)
-	if peer == nil {
-		b.peer.Store(nil)
-	} else {
-		b.peer.Store(&peer)
-	}
-	b.d.Store(int64(d))
-}
-
-// spin polls own and the peer until own has a datagram (true), or the
-// window passes without work, or stop is set (false).
-func (b *busyPoll) spin(own func() bool, stop *atomic.Bool) (more bool) {
-	d := time.Duration(b.d.Load())
-	if d <= 0 {
-		return false
-	}
-	now := time.Now()
-	idle := now.UnixNano()-b.last >= int64(minIdleGap)
-	defer func() {
-		if !more { // the loop goes to sleep
-			b.last = time.Now().UnixNano()
-		}
-	}()
-	if !idle {
-		return false
-	}
-	if tok := b.tok.Load(); tok != nil {
-		if !tok.CompareAndSwap(false, true) {
-			return false // the peer loop spins, and polls our socket too
-		}
-		defer tok.Store(false)
-	}
-	var peer func() bool
-	if p := b.peer.Load(); p != nil {
-		peer = *p
-	}
-	deadline := now.Add(d)
-	for !stop.Load() {
-		if own() {
-			return true
-		}
-		if peer != nil && peer() {
-			deadline = time.Now().Add(d)
-			continue
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
-	return false
-}
-
 // SetBusyPoll makes the receive loop, once no datagram is waiting, keep
 // polling for up to d (calling peer, e.g. the capture socket's PollOnce,
 // and reading its own socket without blocking) before it sleeps in the
@@ -84,7 +13,7 @@ func (b *busyPoll) spin(own func() bool, stop *atomic.Bool) (more bool) {
 // holding it spins, since either one polls both sockets. d <= 0 turns
 // busy-polling off (the default).
 func (o *Overlay) SetBusyPoll(d time.Duration, peer func() bool, tok *atomic.Bool) {
-	o.busy.set(d, peer, tok)
+	o.busy.Set(d, peer, tok)
 }
 
 // PollOnce handles one received datagram, if one is waiting and the

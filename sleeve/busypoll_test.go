@@ -6,58 +6,6 @@ import (
 	"time"
 )
 
-// TestBusyPollSpin checks the window rules: off, own work, peer work
-// restarting the window, the idle-gap rule, the pair token, and stop.
-func TestBusyPollSpin(t *testing.T) {
-	var stop atomic.Bool
-	never := func() bool { return false }
-	var b busyPoll
-	if b.spin(func() bool { t.Fatal("spun while off"); return false }, &stop) {
-		t.Fatal("spin while off reported work")
-	}
-
-	b = busyPoll{}
-	b.set(50*time.Millisecond, nil, nil)
-	calls := 0
-	if !b.spin(func() bool { calls++; return calls == 3 }, &stop) || calls != 3 {
-		t.Fatalf("spin did not return own work: %d calls", calls)
-	}
-
-	b = busyPoll{}
-	peerWork := 0
-	b.set(2*time.Millisecond, func() bool { peerWork++; return peerWork <= 5 }, nil)
-	start := time.Now()
-	if b.spin(never, &stop) {
-		t.Fatal("spin reported own work")
-	}
-	if peerWork <= 5 || time.Since(start) < 2*time.Millisecond {
-		t.Fatalf("peer polled %d times in %v", peerWork, time.Since(start))
-	}
-	// Straight after going to sleep the loop is busy, not idle: no spin.
-	if b.spin(func() bool { t.Fatal("spun within minIdleGap"); return false }, &stop) {
-		t.Fatal("spin within minIdleGap reported work")
-	}
-
-	var tok atomic.Bool
-	tok.Store(true)
-	b = busyPoll{}
-	b.set(time.Second, nil, &tok)
-	if b.spin(func() bool { t.Fatal("spun without the token"); return false }, &stop) {
-		t.Fatal("spin without the token reported work")
-	}
-
-	tok.Store(false)
-	b = busyPoll{}
-	b.set(time.Hour, nil, &tok)
-	n := 0
-	if b.spin(func() bool { n++; stop.Store(n == 10); return false }, &stop) {
-		t.Fatal("stopped spin reported work")
-	}
-	if n != 10 || tok.Load() {
-		t.Fatalf("stop: %d polls, token still held %v", n, tok.Load())
-	}
-}
-
 // TestBusyPollLoopback runs a pair with B's receive loop busy-polling a
 // peer after each datagram: every frame arrives, the peer is polled,
 // and Stop ends a spin long before its window does.

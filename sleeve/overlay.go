@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/seedf75a49c6/weave/internal/busypoll"
 	"log/slog"
 	"net/netip"
 	"sync"
@@ -106,7 +107,7 @@ type Overlay struct {
 		buf, plain []byte
 		polled     bool // result of the last pollCtl
 	}
-	busy    busyPoll
+	busy    busypoll.Window
 	raw     syscall.RawConn       // of socks.main
 	ownPoll func() bool           // bound once: pollOwn, for the busy-poll loop
 	readFn  func(fd uintptr) bool // bound once: readAndHandle

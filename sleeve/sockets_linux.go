@@ -160,7 +160,7 @@ func (o *Overlay) readAndHandle(fd uintptr) bool {
 		if got {
 			continue
 		}
-		if !o.busy.spin(o.ownPoll, &o.closed) {
+		if !o.busy.Spin(o.ownPoll, &o.closed) {
 			return false
 		}
 	}

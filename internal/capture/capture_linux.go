@@ -5,6 +5,7 @@ package capture
 import (
 	"errors"
 	"fmt"
+	"github.com/seedf75a49c6/weave/internal/busypoll"
 	"net"
 	"os"
 	"sync"
@@ -40,7 +41,7 @@ type Handle struct {
 		fn     func(frame []byte) // Run's handler, for PollOnce
 		polled readResult         // result of the last pollCtl
 	}
-	busy    busyPoll
+	busy    busypoll.Window
 	fd      int           // the raw socket, for the busy-poll loop
 	ownPoll func() bool   // bound once: tryHandle without waiting, on fd
 	pollCtl func(uintptr) // bound once: PollOnce's Control callback
@@ -161,7 +162,7 @@ func (h *Handle) readAndHandle(fd uintptr) bool {
 		case readHandled:
 			continue
 		}
-		if !h.busy.spin(h.ownPoll, &h.closed) {
+		if !h.busy.Spin(h.ownPoll, &h.closed) {
 			return false
 		}
 	}
@@ -232,7 +233,7 @@ func (h *Handle) PollOnce() bool {
 // either one polls both sockets. d <= 0 turns busy-polling off (the
 // default). Safe to call at any time.
 func (h *Handle) SetBusyPoll(d time.Duration, peer func() bool, tok *atomic.Bool) {
-	h.busy.set(d, peer, tok)
+	h.busy.Set(d, peer, tok)
 }
 
 // reader holds the reused buffer and the last read error.

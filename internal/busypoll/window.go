@@ -1,28 +1,35 @@
-package capture
+// Package busypoll is the bounded busy-poll window that the capture loop
+// and the sleeve receive loop share: after the last frame, instead of
+// sleeping in the netpoller at once (a cold wake-up of 50 to 70 us for the
+// next frame on an idle VM), a loop polls its own socket and its peer's for
+// up to a window, restarted by every frame either finds. Only one loop of a
+// pair spins at a time, and only after an idle gap, so busy links never
+// spin (docs/performance.md, "Latency experiments").
+package busypoll
 
 import (
 	"sync/atomic"
 	"time"
 )
 
-// busyPoll is the bounded busy-poll window of a receive loop: after the
-// last frame, instead of sleeping in the netpoller at once (a cold wake-up
-// of 50 to 70 us for the next frame on an idle VM), the loop polls its own
-// socket and a peer's for up to d, restarted by every frame either finds.
-type busyPoll struct {
+// Window is one receive loop's busy-poll state. The zero value is off.
+type Window struct {
 	d    atomic.Int64                // window in ns; <= 0 is off
 	last int64                       // when the loop last went to sleep (UnixNano); only its own goroutine uses it
 	tok  atomic.Pointer[atomic.Bool] // held by the one loop of the pair that spins
 	peer atomic.Pointer[func() bool] // the other loop's PollOnce, or nil
 }
 
-// minIdleGap: a loop spins only after a burst that followed at least this
+// MinIdleGap: a loop spins only after a burst that followed at least this
 // long a pause. That is where a cold wake-up would follow (a ping, a
 // request); on a busy link the next frame comes soon anyway, and spinning
 // there would only take CPU from the applications.
-const minIdleGap = time.Millisecond
+const MinIdleGap = time.Millisecond
 
-func (b *busyPoll) set(d time.Duration, peer func() bool, tok *atomic.Bool) {
+// Set sets the window d (<= 0: off), the peer loop's non-blocking poll
+// (reports whether it did work; nil: none) and the token shared with the
+// peer loop (nil: not shared).
+func (b *Window) Set(d time.Duration, peer func() bool, tok *atomic.Bool) {
 	b.tok.Store(tok)
 	if peer == nil {
 		b.peer.Store(nil)
@@ -32,15 +39,15 @@ func (b *busyPoll) set(d time.Duration, peer func() bool, tok *atomic.Bool) {
 	b.d.Store(int64(d))
 }
 
-// spin polls own and the peer until own has a frame (true), or the window
+// Spin polls own and the peer until own has a frame (true), or the window
 // passes without work, or stop is set (false).
-func (b *busyPoll) spin(own func() bool, stop *atomic.Bool) (more bool) {
+func (b *Window) Spin(own func() bool, stop *atomic.Bool) (more bool) {
 	d := time.Duration(b.d.Load())
 	if d <= 0 {
 		return false
 	}
 	now := time.Now()
-	idle := now.UnixNano()-b.last >= int64(minIdleGap)
+	idle := now.UnixNano()-b.last >= int64(MinIdleGap)
 	defer func() {
 		if !more { // the loop goes to sleep
 			b.last = time.Now().UnixNano()
