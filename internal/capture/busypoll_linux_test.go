@@ -3,6 +3,7 @@ package capture
 import (
 	"bytes"
 	"encoding/binary"
+	"github.com/seedf75a49c6/weave/internal/busypoll"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,6 +31,10 @@ func TestBusyPollCrossHandlesInOrderAndClosesPromptly(t *testing.T) {
 	var tok atomic.Bool
 	hb.SetBusyPoll(10*time.Second, func() bool { peerCalls.Add(1); return ha.PollOnce() }, &tok)
 
+	// A loop spins only after a burst that follows an idle gap (the rule
+	// under test is about time), so let hb's Run sit idle that long first:
+	// otherwise X may arrive within the gap after Run's first sleep.
+	time.Sleep(3 * busypoll.MinIdleGap)
 	if err := ha.InjectFrame(testFrame('X', 0)); err != nil {
 		t.Fatalf("inject on %s: %v", a, err)
 	}
