@@ -23,6 +23,7 @@ type clusterOpts struct {
 	passwords []string // per host (index 0 = h1)
 	cut       [][2]int // underlay links to cut before launching
 	noLaunch  []int    // hosts whose router the test launches itself
+	fastdp    bool     // keep the VXLAN fast path (launch without --no-fastdp)
 }
 
 // cluster is a topology with one router and one container per host.
@@ -39,6 +40,9 @@ func newCluster(t *testing.T, opts clusterOpts) *cluster {
 	t.Helper()
 	netnstest.RequireRoot(t)
 	netnstest.RequireTools(t, "ip", "iptables", "ping")
+	if opts.fastdp {
+		netnstest.RequireTools(t, "bridge")
+	}
 	if build.err != nil {
 		t.Fatalf("TestMain could not build the product: %v", build.err)
 	}
@@ -88,7 +92,10 @@ func peerName(i int) string { return fmt.Sprintf("aa:00:00:00:00:%02x", i) }
 
 // launchArgs are the `weave launch` arguments for host i.
 func (cl *cluster) launchArgs(i int) []string {
-	args := []string{"--name", peerName(i), "--nickname", fmt.Sprintf("h%d", i), "--ipalloc-range", "", "--no-fastdp"}
+	args := []string{"--name", peerName(i), "--nickname", fmt.Sprintf("h%d", i), "--ipalloc-range", ""}
+	if !cl.opts.fastdp {
+		args = append(args, "--no-fastdp")
+	}
 	pw := cl.opts.password
 	if len(cl.opts.passwords) >= i {
 		pw = cl.opts.passwords[i-1]

@@ -9,48 +9,11 @@ import (
 	"github.com/seedf75a49c6/weave/internal/netnstest"
 )
 
-// newFastCluster is newCluster with the VXLAN fast path enabled (no
-// --no-fastdp). Only hosts, hub, password and cut of opts are used.
+// newFastCluster is newCluster with the VXLAN fast path enabled.
 func newFastCluster(t *testing.T, opts clusterOpts) *cluster {
 	t.Helper()
-	netnstest.RequireRoot(t)
-	netnstest.RequireTools(t, "ip", "iptables", "ping", "bridge")
-	if build.err != nil {
-		t.Fatalf("TestMain could not build the product: %v", build.err)
-	}
-	if opts.hub == 0 {
-		opts.hub = 1
-	}
-	cl := &cluster{t: t, opts: opts}
-	cl.tp = netnstest.New(t, netnstest.Config{Hosts: opts.hosts, Weave: build.weave})
-	for _, c := range opts.cut {
-		cl.tp.CutLink(cl.host(c[0]), cl.host(c[1]))
-	}
-	order := []int{opts.hub}
-	for i := 1; i <= opts.hosts; i++ {
-		if i != opts.hub {
-			order = append(order, i)
-		}
-	}
-	for _, i := range order {
-		var args []string
-		for _, a := range cl.launchArgs(i) {
-			if a != "--no-fastdp" {
-				args = append(args, a)
-			}
-		}
-		name, err := cl.tp.StartRouter(cl.host(i), args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if name != peerName(i) {
-			t.Fatalf("weave launch on h%d printed %q, want %q", i, name, peerName(i))
-		}
-	}
-	for i := 1; i <= opts.hosts; i++ {
-		cl.attach(i)
-	}
-	return cl
+	opts.fastdp = true
+	return newCluster(t, opts)
 }
 
 // linkState is the overlay of host i's established connection to peer j
