@@ -19,6 +19,7 @@ const (
 type addrSpec struct {
 	kind   addrKind
 	prefix netip.Prefix // explicit address or subnet; zero for addrNetDefault
+	raw    string       // the argument as given, for messages
 }
 
 // parseCIDR parses an IPv4 a.b.c.d/n, naming the bad input on error.
@@ -123,30 +124,23 @@ func parseAddrList(verb string, args []string, opts ...string) ([]addrSpec, map[
 		if err != nil {
 			return nil, nil, usagef("%s: %v", verb, err)
 		}
+		spec.raw = a
 		out = append(out, spec)
 	}
 	return out, seen, nil
 }
 
-// parseCIDRList parses the explicit CIDRs of expose and hide, separating
-// its options (returned by name).
+// parseCIDRList parses the explicit CIDRs of hide: parseAddrList's forms,
+// with the IPAM ones (net:...) refused.
 func parseCIDRList(verb string, args []string, opts ...string) ([]netip.Prefix, map[string]bool, error) {
-	seen := map[string]bool{}
-	var out []netip.Prefix
-	for _, a := range args {
-		if strings.HasPrefix(a, "-") {
-			if !contains(opts, a) {
-				return nil, nil, usagef("%s: unknown option %q", verb, a)
-			}
-			seen[a] = true
-			continue
-		}
-		spec, err := parseAddr(a)
-		if err != nil {
-			return nil, nil, usagef("%s: %v", verb, err)
-		}
+	specs, seen, err := parseAddrList(verb, args, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]netip.Prefix, 0, len(specs))
+	for _, spec := range specs {
 		if spec.kind != addrExplicit {
-			return nil, nil, fmt.Errorf("%s %s: %w", verb, a, errNoIPAM)
+			return nil, nil, fmt.Errorf("%s %s: %w", verb, spec.raw, errNoIPAM)
 		}
 		out = append(out, spec.prefix)
 	}
