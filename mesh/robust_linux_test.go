@@ -1,13 +1,10 @@
 package mesh
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -25,21 +22,7 @@ func TestAcceptLoopSpinsOnEMFILE(t *testing.T) {
 	port := freePort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", emfileChildEnv, port))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	out := bufio.NewReader(stdout)
-	if line, err := out.ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("child not ready: %q %v %s", line, err, stderr.String())
-	}
+	cmd, out, stderr := startChildRouter(ctx, t, emfileChildEnv, port)
 	var conns []net.Conn
 	defer func() {
 		for _, c := range conns {

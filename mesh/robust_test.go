@@ -237,10 +237,23 @@ func TestMinVersionZeroPanics(t *testing.T) {
 	port := freePort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	cmd, _, stderr := startChildRouter(ctx, t, panicChildEnv, port)
+	sendGarbage(t, fmt.Sprintf("127.0.0.1:%d", port), []byte("weave\x00\x00"))
+	err := cmd.Wait()
+	if err == nil || !strings.Contains(stderr.String(), "unhandled protocol version") {
+		t.Fatalf("want the child to panic with 'unhandled protocol version', got %v:\n%s", err, stderr.String())
+	}
+}
+
+// startChildRouter re-runs the test binary as a child whose TestMain
+// starts a router on port (selected by env), and waits for its "ready"
+// line. The child's stdout stays readable for further reports.
+func startChildRouter(ctx context.Context, t *testing.T, env string, port int) (*exec.Cmd, *bufio.Reader, *bytes.Buffer) {
+	t.Helper()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", panicChildEnv, port))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", env, port))
+	stderr := new(bytes.Buffer)
+	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -248,14 +261,11 @@ func TestMinVersionZeroPanics(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "ready\n" {
+	out := bufio.NewReader(stdout)
+	if line, err := out.ReadString('\n'); err != nil || line != "ready\n" {
 		t.Fatalf("child not ready: %q %v %s", line, err, stderr.String())
 	}
-	sendGarbage(t, fmt.Sprintf("127.0.0.1:%d", port), []byte("weave\x00\x00"))
-	err = cmd.Wait()
-	if err == nil || !strings.Contains(stderr.String(), "unhandled protocol version") {
-		t.Fatalf("want the child to panic with 'unhandled protocol version', got %v:\n%s", err, stderr.String())
-	}
+	return cmd, out, stderr
 }
 
 // runPanicChild runs in the child process of TestMinVersionZeroPanics.
