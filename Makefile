@@ -14,7 +14,7 @@ help: ## list the targets
 
 MODULE  := github.com/seedf75a49c6/weave
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unreleased)
-LDFLAGS := -X $(MODULE)/internal/weaver.Version=$(VERSION) -X $(MODULE)/internal/cli.Version=$(VERSION)
+LDFLAGS := -X $(MODULE)/internal/version.Version=$(VERSION)
 
 build: ## build bin/weaver and bin/weaveutil (version from git describe)
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./prog/...
@@ -25,7 +25,7 @@ deps: ## install test/demo/bench tools with apt-get when missing
 # Packages whose tests start live github.com/weaveworks/mesh routers. The pinned
 # mesh has data races of its own, so those tests skip under -race (loudly) and
 # run here in a second pass without it.
-MESH_PKGS := ./mesh/... ./router/... ./ipam/... ./internal/meshsim/...
+MESH_PKGS := ./mesh/... ./router/... ./ipam/... ./test/meshsim/...
 
 test: deps ## everything: unit tests with -race, netns tests and e2e (as root), then live-mesh tests without -race
 	$(GO) test -race -timeout 25m $(TESTFLAGS) ./...

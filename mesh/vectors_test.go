@@ -14,7 +14,7 @@ import (
 )
 
 // vector is one record of testdata/*.messages.jsonl (captured from real
-// Weave Net 2.8.1 routers; see /work/shared/testdata/weave-2.8.1/README.md).
+// Weave Net 2.8.1 routers, decoded from packet captures).
 type vector struct {
 	File         string
 	Frame        int               `json:"frame"`

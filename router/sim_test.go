@@ -6,9 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seedf75a49c6/weave/internal/meshsim"
-	"github.com/seedf75a49c6/weave/router"
 	"github.com/weaveworks/mesh"
+
+	"github.com/seedf75a49c6/weave/router"
+	"github.com/seedf75a49c6/weave/test/meshsim"
 )
 
 var (

@@ -13,8 +13,8 @@ import (
 )
 
 // vectorFrame and vectorRecord mirror the fields of the Weave 2.8.1
-// capture decodes (testdata/*.udp.jsonl, copied from
-// /work/shared/testdata/weave-2.8.1/*/*.messages.jsonl).
+// capture decodes (testdata/*.udp.jsonl, taken from the decoded packet
+// captures of real 2.8.1 routers).
 type vectorFrame struct {
 	SrcPeer  string  `json:"src_peer"`
 	DstPeer  string  `json:"dst_peer"`

@@ -14,7 +14,7 @@
 # "-" where the kernel does the work).
 # Prints a table with ratios to the baseline and to wg, then runs the Go benchmarks
 # (`go test -run '^$' -bench . -benchmem`) of every package that has one.
-# Needs root; run via `make bench`. Adapted from /work/shared/netbench.sh.
+# Needs root; run via `make bench`. Two namespace hosts on a veth underlay, iperf3 and ping.
 #
 # Environment: REPS [3] DURATION [10] PING_COUNT [100] PING_INTERVAL [0.01]
 #              PASSWORD [bench-password] GO_BENCH [1] BENCHTIME [1s]

@@ -13,10 +13,6 @@ import (
 	"github.com/seedf75a49c6/weave/internal/api"
 )
 
-// Version is the script version printed by `weave version`; release builds
-// set it with -ldflags "-X github.com/seedf75a49c6/weave/internal/cli.Version=...".
-var Version = "unreleased"
-
 // Config is everything the CLI needs from its environment. ConfigFromEnv
 // fills it from WEAVE_* variables; zero fields take the documented default.
 type Config struct {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/seedf75a49c6/weave/internal/api"
+	"github.com/seedf75a49c6/weave/internal/version"
 )
 
 // runStatus prints GET /status (framed by blank lines, as Weave's script
@@ -64,7 +65,7 @@ func runVersion(ctx context.Context, c *cmd, args []string) error {
 	if len(args) > 0 {
 		return usagef("version: unexpected arguments %q", args)
 	}
-	fmt.Fprintf(c.Stdout, "weave script %s\n", Version)
+	fmt.Fprintf(c.Stdout, "weave script %s\n", version.Version)
 	v, err := c.api.Version(ctx)
 	if err != nil {
 		c.Logger.Debug("router version from API failed", "err", err)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -10,10 +9,12 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/seedf75a49c6/weave/internal/pidfile"
 )
 
 // pidFile is $WEAVE_RUN_DIR/weaver.pid.
-func (c *cmd) pidFile() string { return filepath.Join(c.RunDir, "weaver.pid") }
+func (c *cmd) pidFile() string { return filepath.Join(c.RunDir, pidfile.Name) }
 
 // logFile is $WEAVE_RUN_DIR/weaver.log.
 func (c *cmd) logFile() string { return filepath.Join(c.RunDir, "weaver.log") }
@@ -21,13 +22,9 @@ func (c *cmd) logFile() string { return filepath.Join(c.RunDir, "weaver.log") }
 // runningPID returns the pid recorded in the pid file if that process is
 // alive and is a weaver; 0 otherwise (no file, stale file, reused pid).
 func (c *cmd) runningPID() int {
-	data, err := os.ReadFile(c.pidFile())
+	pid, err := pidfile.Read(c.pidFile())
 	if err != nil {
-		return 0
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || pid <= 0 {
-		c.Logger.Debug("ignoring malformed pid file", "path", c.pidFile())
+		c.Logger.Debug("no usable pid file", "path", c.pidFile(), "err", err)
 		return 0
 	}
 	if !c.alive(pid) || !c.isWeaver(pid) {
@@ -38,29 +35,12 @@ func (c *cmd) runningPID() int {
 }
 
 // writePIDFile records pid atomically.
-func (c *cmd) writePIDFile(pid int) error {
-	tmp := c.pidFile() + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
-		return fmt.Errorf("write pid file %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, c.pidFile()); err != nil {
-		return fmt.Errorf("rename pid file %s: %w", tmp, err)
-	}
-	return nil
-}
+func (c *cmd) writePIDFile(pid int) error { return pidfile.Write(c.pidFile(), pid) }
 
 // alive reports whether pid exists and is not a zombie.
 func (c *cmd) alive(pid int) bool {
-	stat, err := os.ReadFile(filepath.Join(c.ProcDir, strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	// Format: "pid (comm) S ...": the state follows the last ')'.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 || i+2 >= len(stat) {
-		return false
-	}
-	return stat[i+2] != 'Z' && stat[i+2] != 'X'
+	alive, ok := pidfile.StatState(c.ProcDir, pid)
+	return ok && alive
 }
 
 // isWeaver reports whether pid runs a program called weaver (directly or

@@ -13,6 +13,7 @@ type pkg struct {
 	Doc        string
 	Name       string
 	Deps       []string
+	Imports    []string
 }
 
 func listPackages(t *testing.T, goos string) []pkg {
@@ -61,7 +62,7 @@ func TestPortableCoreDeps(t *testing.T) {
 		"github.com/vishvananda/netns",
 		"github.com/seedf75a49c6/weave/internal/netdev",
 		"github.com/seedf75a49c6/weave/internal/capture",
-		"github.com/seedf75a49c6/weave/internal/weaver",
+		"github.com/seedf75a49c6/weave/prog",
 		"github.com/seedf75a49c6/weave/fastdp",
 	}
 	for _, goos := range []string{"linux", "darwin"} {
@@ -82,6 +83,41 @@ func TestPortableCoreDeps(t *testing.T) {
 						t.Errorf("GOOS=%s: %s depends on %s", goos, p.ImportPath, d)
 					}
 				}
+			}
+		}
+	}
+}
+
+const module = "github.com/seedf75a49c6/weave"
+
+// layer names the floor a package of this module sits on: "internal"
+// (kernel adapters, API client, CLI, leaf helpers), "prog" (binaries and
+// their composition roots), "test" (harnesses and end-to-end tests), or
+// "component" (router, ipam, mesh, sleeve, fastdp, plugins, ...).
+func layer(importPath string) string {
+	rest, ok := strings.CutPrefix(importPath, module+"/")
+	if !ok {
+		return "external"
+	}
+	first, _, _ := strings.Cut(rest, "/")
+	switch first {
+	case "internal", "prog", "test":
+		return first
+	}
+	return "component"
+}
+
+// TestImportDirection enforces the layering: nothing in internal/ imports
+// a component (internal/ is what components use, never above them), and
+// no component imports a binary's package under prog/.
+func TestImportDirection(t *testing.T) {
+	for _, p := range listPackages(t, "linux") {
+		from := layer(p.ImportPath)
+		for _, imp := range p.Imports {
+			to := layer(imp)
+			if (from == "internal" && to == "component") || (from == "component" && to == "prog") {
+				t.Errorf("%s (%s) imports %s (%s): imports run from prog to components to internal, never back",
+					p.ImportPath, from, imp, to)
 			}
 		}
 	}

@@ -10,9 +10,9 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/seedf75a49c6/weave/internal/weaver"
-	"github.com/seedf75a49c6/weave/internal/weaver/daemon"
+	"github.com/seedf75a49c6/weave/internal/version"
 	ourmesh "github.com/seedf75a49c6/weave/mesh"
+	"github.com/seedf75a49c6/weave/prog/weaver/daemon"
 )
 
 // usageError is a bad command line (exit code 2).
@@ -41,7 +41,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	switch act {
 	case actionVersion:
-		_, err := fmt.Fprintf(stdout, "weave router %s\n", weaver.Version)
+		_, err := fmt.Fprintf(stdout, "weave router %s\n", version.Version)
 		return err
 	case actionPrintPeerName:
 		name, err := ourmesh.LoadOrCreatePeerName(cfg.DataDir, cfg.Name)
@@ -51,15 +51,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		_, err = fmt.Fprintln(stdout, name.String())
 		return err
 	}
-	level, _ := weaver.ParseLogLevel(cfg.LogLevel) // validated
+	level, _ := daemon.ParseLogLevel(cfg.LogLevel) // validated
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	return daemon.Run(ctx, cfg, log)
 }
 
-// parseFlags maps Weave 2.8.1's weaver flags onto weaver.Config and
+// parseFlags maps Weave 2.8.1's weaver flags onto daemon.Config and
 // validates the result.
-func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (weaver.Config, action, error) {
-	cfg := weaver.DefaultConfig(getenv)
+func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (daemon.Config, action, error) {
+	cfg := daemon.DefaultConfig(getenv)
 	envPassword := cfg.Password
 	cfg.Password = "" // never show the password as a flag default
 	fs := flag.NewFlagSet("weaver", flag.ContinueOnError)
@@ -87,7 +87,7 @@ func flagSet(fs *flag.FlagSet, name string) (set bool) {
 	return set
 }
 
-func registerFlags(fs *flag.FlagSet, c *weaver.Config, version, printName *bool) {
+func registerFlags(fs *flag.FlagSet, c *daemon.Config, version, printName *bool) {
 	fs.BoolVar(version, "version", false, "print version and exit")
 	fs.BoolVar(printName, "print-peer-name", false, "print the peer name and exit")
 	fs.StringVar(&c.Name, "name", c.Name, "peer name (MAC address); default: persisted in --data-dir, else random")
@@ -118,7 +118,7 @@ func registerFlags(fs *flag.FlagSet, c *weaver.Config, version, printName *bool)
 // registerCompatFlags registers flags accepted for compatibility with
 // Weave 2.8.1's command line, and the IPAM flags; DNS, plugin and proxy
 // are not implemented yet.
-func registerCompatFlags(fs *flag.FlagSet, c *weaver.Config) {
+func registerCompatFlags(fs *flag.FlagSet, c *daemon.Config) {
 	const later = " (accepted; not implemented yet)"
 	fs.StringVar(&c.IPAllocRange, "ipalloc-range", c.IPAllocRange, "IP range for IPAM; \"\" = IPAM off")
 	fs.StringVar(&c.IPAllocInit, "ipalloc-init", c.IPAllocInit, "IPAM ring creation: consensus[=N] (default: N = peers given + 1), seed=PEER,... or observer")

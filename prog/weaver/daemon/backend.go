@@ -1,0 +1,107 @@
+package daemon
+
+import (
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+
+	wmesh "github.com/weaveworks/mesh"
+
+	"github.com/seedf75a49c6/weave/internal/capture"
+	"github.com/seedf75a49c6/weave/internal/netdev"
+	"github.com/seedf75a49c6/weave/internal/version"
+	"github.com/seedf75a49c6/weave/ipam"
+	"github.com/seedf75a49c6/weave/prog/weaver/httpapi"
+	"github.com/seedf75a49c6/weave/router"
+)
+
+// backend is the httpapi.Backend over the running components.
+type backend struct {
+	mesh    *wmesh.Router
+	net     *router.NetworkRouter
+	capture *capture.Handle
+	dataDir string
+	bridge  string
+	log     *slog.Logger
+	ready   atomic.Bool
+	ipam    *ipam.Allocator // nil when IPAM is off
+}
+
+var _ httpapi.Backend = (*backend)(nil)
+
+func (b *backend) Report() httpapi.Report {
+	rr := httpapi.RouterReportFromMesh(wmesh.NewStatus(b.mesh))
+	st := b.capture.Stats()
+	rr.CaptureStats = httpapi.CaptureStats{
+		PacketsDropped:   st.PacketsDropped,
+		PacketsIfDropped: st.PacketsIfDropped,
+		PacketsReceived:  st.PacketsReceived,
+	}
+	for _, m := range b.net.Status().MACs {
+		rr.MACs = append(rr.MACs, httpapi.MACReport{Mac: m.Mac, Name: m.Name, NickName: m.NickName, LastSeen: m.LastSeen})
+	}
+	rep := httpapi.Report{Ready: b.ready.Load(), Version: version.Version, Router: rr}
+	if b.ipam != nil {
+		addIPAM(&rep, b.ipam)
+	}
+	return rep
+}
+
+func (b *backend) Connect(peers []string, replace bool) []error {
+	errs := b.mesh.ConnectionMaker.InitiateConnections(peers, replace)
+	b.persistTargets()
+	return errs
+}
+
+func (b *backend) Forget(peers []string) error {
+	b.mesh.ConnectionMaker.ForgetConnections(peers)
+	b.persistTargets()
+	return nil
+}
+
+// persistTargets saves the direct peers for --resume; a failure is logged,
+// not returned, because the connection change itself succeeded.
+func (b *backend) persistTargets() {
+	if err := SaveTargets(b.dataDir, b.mesh.ConnectionMaker.Targets(false)); err != nil {
+		b.log.Warn("cannot persist connection targets; --resume will miss them", "err", err)
+	}
+}
+
+// frameHandler forwards overlay frames to the network router once it
+// exists: the sleeve overlay needs a handler before the router it feeds is
+// built (the router takes its overlays at construction).
+type frameHandler struct {
+	r atomic.Pointer[router.NetworkRouter]
+}
+
+func (h *frameHandler) HandleForwarded(src, dst wmesh.PeerName, frame []byte) {
+	if r := h.r.Load(); r != nil {
+		r.HandleForwarded(src, dst, frame)
+	}
+}
+
+// meshLogger passes mesh's log lines on and raises a peer-name collision,
+// which mesh only reports as a connection error, to a clear warning.
+type meshLogger struct {
+	next wmesh.Logger
+	log  *slog.Logger
+}
+
+func (l meshLogger) Printf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if strings.Contains(msg, "peer names collision") {
+		l.log.Warn("peer name collision: another peer uses our peer name; give each host a unique --name (or delete its data dir peername file)",
+			"detail", msg)
+	}
+	l.next.Printf("%s", msg)
+}
+
+func (b *backend) Expose(addr netip.Prefix) error {
+	if err := netdev.Expose(b.bridge, addr); err != nil {
+		return fmt.Errorf("expose %s on %s: %w", addr, b.bridge, err)
+	}
+	b.log.Info("exposed address on the bridge", "cidr", addr.String(), "bridge", b.bridge)
+	return nil
+}

@@ -1,0 +1,246 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	wmesh "github.com/weaveworks/mesh"
+
+	"github.com/seedf75a49c6/weave/ipam"
+)
+
+// Defaults, as Weave Net 2.8.1's `weave launch` passes them to httpapi.
+const (
+	DefaultPort         = 6783
+	DefaultConnLimit    = 200
+	DefaultHTTPAddr     = "127.0.0.1:6784"
+	DefaultBridge       = "weave"
+	DefaultIPAllocRange = "10.32.0.0/12"
+	DefaultDataDir      = "/var/lib/weave"
+	DefaultRunDir       = "/run/weave"
+	// SleeveBridgeMTU is the bridge MTU when --mtu is 0: like Weave's
+	// sleeve mode the bridge takes jumbo frames and sleeve fragments.
+	SleeveBridgeMTU = 65535
+)
+
+// Config is the weaver daemon configuration. Field comments give the flag
+// and the default that DefaultConfig sets.
+type Config struct {
+	Name               string         // --name: peer name; "" = persisted or random (data dir "peername")
+	NickName           string         // --nickname: default the hostname
+	Host               string         // --host: bind address for TCP and UDP; "" = all
+	Port               int            // --port: mesh TCP and sleeve UDP port; default 6783
+	Password           string         // --password or $WEAVE_PASSWORD; "" = no encryption
+	ConnLimit          int            // --conn-limit: max connections; 0 = unlimited; default 200
+	TrustedSubnets     []netip.Prefix // --trusted-subnets: peers in these talk unencrypted (fastdp)
+	NoDiscovery        bool           // --no-discovery: do not connect to peers learned via gossip
+	MinProtocolVersion int            // --min-protocol-version: 1..2; default 1
+	Resume             bool           // --resume: connect to the persisted targets; forbids Peers
+	Peers              []string       // positional args: initial peers host[:port]
+	HTTPAddr           string         // --http-addr: full API; "/path" = unix socket; default 127.0.0.1:6784
+	StatusAddr         string         // --status-addr: read-only API; "" = off
+	Bridge             string         // --weave-bridge: default "weave"
+	MTU                int            // --mtu: bridge MTU; 0 = underlay MTU - 50 (fast path) or 65535 (--no-fastdp)
+	LogLevel           string         // --log-level: debug, info, warning, error; default info
+	PktDebug           bool           // --pkt-debug: per-frame debug logs
+	DataDir            string         // --data-dir: default $WEAVE_DATA_DIR or /var/lib/weave
+	RunDir             string         // --run-dir: default $WEAVE_RUN_DIR or /run/weave
+
+	IPAllocRange         string // --ipalloc-range: default 10.32.0.0/12; "" = IPAM off
+	IPAllocInit          string // --ipalloc-init: consensus[=N] (default, N = targets+1), seed=PEER,..., observer
+	IPAllocDefaultSubnet string // --ipalloc-default-subnet: default the whole range
+	// IPAllocConsensusTimeout (--ipalloc-consensus-timeout) bounds how long an
+	// allocation waits for the ring to be created; 0 = 60 s.
+	IPAllocConsensusTimeout time.Duration
+
+	// Accepted for compatibility with Weave's flags; not implemented yet.
+	NoFastDP        bool   // --no-fastdp: sleeve only (see fastdp)
+	NoBridgedFastDP bool   // --no-bridged-fastdp
+	DockerAPI       string // --docker-api
+	NoDNS           bool   // --no-dns
+	Datapath        string // --datapath
+	Plugin          bool   // --plugin
+	Proxy           bool   // --proxy
+}
+
+// DefaultConfig returns the defaults; getenv supplies WEAVE_PASSWORD,
+// WEAVE_DATA_DIR and WEAVE_RUN_DIR (pass os.Getenv, or nil for none).
+func DefaultConfig(getenv func(string) string) Config {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	nick, err := os.Hostname()
+	if err != nil {
+		nick = "weave"
+	}
+	return Config{
+		NickName:           nick,
+		Port:               DefaultPort,
+		Password:           getenv("WEAVE_PASSWORD"),
+		ConnLimit:          DefaultConnLimit,
+		MinProtocolVersion: 1,
+		HTTPAddr:           DefaultHTTPAddr,
+		Bridge:             DefaultBridge,
+		LogLevel:           "info",
+		DataDir:            orDefault(getenv("WEAVE_DATA_DIR"), DefaultDataDir),
+		RunDir:             orDefault(getenv("WEAVE_RUN_DIR"), DefaultRunDir),
+		IPAllocRange:       DefaultIPAllocRange,
+	}
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// Validate checks the configuration; each error is one line naming the
+// flag and the bad value.
+func (c *Config) Validate() error {
+	checks := []func() error{
+		c.validateIdentity, c.validateNet, c.validatePeers,
+		c.validateAddrs, c.validateLocal, c.validateIPAM,
+	}
+	var errs []error
+	for _, check := range checks {
+		if err := check(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) validateIdentity() error {
+	if c.Name != "" {
+		if _, err := wmesh.PeerNameFromString(c.Name); err != nil {
+			return fmt.Errorf("--name: invalid peer name %q (want a MAC address like aa:00:00:00:00:01)", c.Name)
+		}
+	}
+	if c.NickName == "" {
+		return errors.New("--nickname: must not be empty")
+	}
+	return nil
+}
+
+func (c *Config) validateNet() error {
+	switch {
+	case c.Port < 1 || c.Port > 65534:
+		return fmt.Errorf("--port: invalid value %d (want 1..65534; fastdp uses port+1)", c.Port)
+	case c.ConnLimit < 0:
+		return fmt.Errorf("--conn-limit: invalid value %d (want >= 0; 0 = unlimited)", c.ConnLimit)
+	case c.MinProtocolVersion < 1 || c.MinProtocolVersion > 2:
+		return fmt.Errorf("--min-protocol-version: invalid value %d (want 1 or 2)", c.MinProtocolVersion)
+	case c.MTU != 0 && (c.MTU < 576 || c.MTU > 65535):
+		return fmt.Errorf("--mtu: invalid value %d (want 0 or 576..65535)", c.MTU)
+	case c.Host != "" && net.ParseIP(c.Host) == nil:
+		return fmt.Errorf("--host: invalid IP address %q", c.Host)
+	}
+	return nil
+}
+
+func (c *Config) validatePeers() error {
+	if c.Resume && len(c.Peers) > 0 {
+		return fmt.Errorf("--resume: cannot be combined with peer arguments %q", strings.Join(c.Peers, " "))
+	}
+	for _, p := range c.Peers {
+		if p == "" || strings.HasPrefix(p, "-") {
+			return fmt.Errorf("peer argument: invalid value %q (want host[:port])", p)
+		}
+	}
+	return nil
+}
+
+func (c *Config) validateAddrs() error {
+	if err := validateListenAddr("--http-addr", c.HTTPAddr); err != nil {
+		return err
+	}
+	return validateListenAddr("--status-addr", c.StatusAddr)
+}
+
+func validateListenAddr(flag, addr string) error {
+	if addr == "" || strings.HasPrefix(addr, "/") {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("%s: invalid address %q (want host:port or /path/to/socket)", flag, addr)
+	}
+	return nil
+}
+
+func (c *Config) validateLocal() error {
+	switch {
+	case c.Bridge == "" || len(c.Bridge) > 15 || strings.ContainsAny(c.Bridge, "/ "):
+		return fmt.Errorf("--weave-bridge: invalid interface name %q", c.Bridge)
+	case c.DataDir == "":
+		return errors.New("--data-dir: must not be empty")
+	case c.RunDir == "":
+		return errors.New("--run-dir: must not be empty")
+	}
+	if _, err := ParseLogLevel(c.LogLevel); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (c *Config) validateIPAM() error {
+	if c.IPAllocConsensusTimeout < 0 {
+		return fmt.Errorf("--ipalloc-consensus-timeout: invalid value %s (want >= 0)", c.IPAllocConsensusTimeout)
+	}
+	if _, err := ipam.ParseInit(c.IPAllocInit); err != nil {
+		return err
+	}
+	if c.IPAllocRange == "" {
+		if c.IPAllocDefaultSubnet != "" {
+			return fmt.Errorf("--ipalloc-default-subnet: %q needs --ipalloc-range", c.IPAllocDefaultSubnet)
+		}
+		return nil
+	}
+	r, err := netip.ParsePrefix(c.IPAllocRange)
+	if err != nil || !r.Addr().Is4() {
+		return fmt.Errorf("--ipalloc-range: invalid IPv4 CIDR %q", c.IPAllocRange)
+	}
+	if c.IPAllocDefaultSubnet == "" {
+		return nil
+	}
+	s, err := netip.ParsePrefix(c.IPAllocDefaultSubnet)
+	if err != nil || !s.Addr().Is4() {
+		return fmt.Errorf("--ipalloc-default-subnet: invalid IPv4 CIDR %q", c.IPAllocDefaultSubnet)
+	}
+	if s.Bits() < r.Bits() || !r.Contains(s.Addr()) {
+		return fmt.Errorf("--ipalloc-default-subnet: %s is not inside --ipalloc-range %s", s, r)
+	}
+	return nil
+}
+
+// ParseLogLevel maps Weave's --log-level values to slog levels.
+func ParseLogLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info", "":
+		return slog.LevelInfo, nil
+	case "warning", "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("--log-level: invalid value %q (want debug, info, warning or error)", s)
+}
+
+// BridgeMTU is the MTU for the bridge: --mtu, or 65535 when it is 0.
+func (c *Config) BridgeMTU() int {
+	if c.MTU == 0 {
+		return SleeveBridgeMTU
+	}
+	return c.MTU
+}
+
+// IPAMEnabled reports whether IPAM was requested (--ipalloc-range not "").
+func (c *Config) IPAMEnabled() bool { return c.IPAllocRange != "" }

@@ -1,0 +1,78 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/seedf75a49c6/weave/internal/pidfile"
+)
+
+type recordingMeshLogger struct{ lines []string }
+
+func (r *recordingMeshLogger) Printf(format string, args ...any) {
+	r.lines = append(r.lines, fmt.Sprintf(format, args...))
+}
+
+func TestMeshLoggerWarnsOnPeerNameCollision(t *testing.T) {
+	var buf bytes.Buffer
+	next := &recordingMeshLogger{}
+	l := meshLogger{next: next, log: slog.New(slog.NewTextHandler(&buf, nil))}
+	l.Printf("->[%s|%s]: connection shutting down due to error: %v", "10.0.0.2:6783", "aa:00:00:00:00:01(h2)",
+		`local "aa:00:00:00:00:01" and remote "aa:00:00:00:00:01" peer names collision`)
+	l.Printf("connection ready; using protocol version %v", 2)
+	if len(next.lines) != 2 || !strings.Contains(next.lines[1], "protocol version 2") {
+		t.Fatalf("mesh lines not passed on: %q", next.lines)
+	}
+	out := buf.String()
+	if strings.Count(out, "level=WARN") != 1 || !strings.Contains(out, "peer name collision") {
+		t.Fatalf("want exactly one collision warning, got:\n%s", out)
+	}
+}
+
+func TestMeshConfig(t *testing.T) {
+	c := DefaultConfig(nil)
+	c.Host, c.Port, c.ConnLimit, c.NoDiscovery, c.MinProtocolVersion = "10.0.0.1", 7000, 5, true, 2
+	c.TrustedSubnets = []netip.Prefix{netip.MustParsePrefix("10.1.2.3/16")}
+	mc := meshConfig(c)
+	if mc.Host != "10.0.0.1" || mc.Port != 7000 || mc.ConnLimit != 5 || mc.PeerDiscovery || mc.ProtocolMinVersion != 2 {
+		t.Errorf("mesh config %+v", mc)
+	}
+	if mc.Password != nil {
+		t.Error("empty password must be nil: mesh treats non-nil as encryption on")
+	}
+	if len(mc.TrustedSubnets) != 1 || mc.TrustedSubnets[0].String() != "10.1.0.0/16" {
+		t.Errorf("trusted subnets %v", mc.TrustedSubnets)
+	}
+	c.Password = "pw"
+	if string(meshConfig(c).Password) != "pw" {
+		t.Error("password not passed")
+	}
+}
+
+func TestRunRefusesWhenAnotherWeaverRuns(t *testing.T) {
+	cfg := DefaultConfig(nil)
+	cfg.RunDir, cfg.DataDir = t.TempDir(), t.TempDir()
+	other := os.Getppid()
+	pidPath := filepath.Join(cfg.RunDir, pidfile.Name)
+	if err := os.WriteFile(pidPath, []byte(strconv.Itoa(other)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Run must stop at the pid file, before touching bridge or iptables.
+	err := Run(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	var are *pidfile.AlreadyRunningError
+	if !errors.As(err, &are) || are.PID != other {
+		t.Fatalf("Run = %v, want AlreadyRunningError(%d)", err, other)
+	}
+	if b, _ := os.ReadFile(pidPath); string(b) != strconv.Itoa(other) {
+		t.Errorf("the other weaver's pid file was changed: %q", b)
+	}
+}

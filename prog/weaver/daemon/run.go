@@ -1,0 +1,249 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	wmesh "github.com/weaveworks/mesh"
+
+	"github.com/seedf75a49c6/weave/internal/capture"
+	"github.com/seedf75a49c6/weave/internal/netdev"
+	"github.com/seedf75a49c6/weave/internal/pidfile"
+	"github.com/seedf75a49c6/weave/internal/version"
+	ourmesh "github.com/seedf75a49c6/weave/mesh"
+	"github.com/seedf75a49c6/weave/prog/weaver/httpapi"
+	"github.com/seedf75a49c6/weave/router"
+	"github.com/seedf75a49c6/weave/sleeve"
+)
+
+const (
+	iptablesCheckInterval = 10 * time.Second // Weave's canary poll
+	macMaxAge             = 10 * time.Minute
+)
+
+// daemon holds what Run built, for teardown in reverse order.
+type daemon struct {
+	cfg      Config
+	log      *slog.Logger
+	cleanups []func()
+	wg       sync.WaitGroup
+	pid      *pidfile.File // released last, once everything is down
+	mtu      int           // bridge (and fast path) MTU
+}
+
+func (d *daemon) onStop(f func()) { d.cleanups = append(d.cleanups, f) }
+
+func (d *daemon) teardown() {
+	for i := len(d.cleanups) - 1; i >= 0; i-- {
+		d.cleanups[i]()
+	}
+	d.wg.Wait()
+	if d.pid != nil {
+		if err := d.pid.Release(); err != nil {
+			d.log.Warn("cannot remove pid file", "err", err)
+		}
+	}
+}
+
+// spawn starts a goroutine that teardown joins.
+func (d *daemon) spawn(f func()) {
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		f()
+	}()
+}
+
+// Run validates cfg, starts weaver and blocks until ctx is
+// done, then shuts everything down in order and returns. The bridge is
+// left in place (weave reset removes it); the pid file is removed.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	d := &daemon{cfg: cfg, log: log}
+	ctx, cancel := context.WithCancel(ctx)
+	d.onStop(cancel)
+	defer d.teardown()
+
+	if d.pid, err = pidfile.Acquire(cfg.RunDir); err != nil {
+		return err
+	}
+	d.logUnimplemented()
+	name, err := ourmesh.LoadOrCreatePeerName(cfg.DataDir, cfg.Name)
+	if err != nil {
+		return fmt.Errorf("load peer name from %s: %w", cfg.DataDir, err)
+	}
+	log.Info("weaver starting", "version", version.Version, "peer", name.String(), "nickname", cfg.NickName)
+	if err := d.setupHost(ctx, name); err != nil {
+		return err
+	}
+	b, err := d.startDataPlane(name)
+	if err != nil {
+		return err
+	}
+	if err := d.startIPAM(b); err != nil {
+		return err
+	}
+	if err := d.startMesh(b); err != nil {
+		return err
+	}
+	d.runIPAMHousekeeping(ctx, b)
+	if err := d.startHTTP(b); err != nil {
+		return err
+	}
+	b.ready.Store(true)
+	log.Info("weaver ready", "http", cfg.HTTPAddr, "status", cfg.StatusAddr)
+	<-ctx.Done()
+	log.Info("weaver shutting down")
+	return nil
+}
+
+func (d *daemon) logUnimplemented() {
+	c := d.cfg
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"--docker-api", c.DockerAPI != ""},
+		{"--datapath", c.Datapath != ""}, {"--plugin", c.Plugin}, {"--proxy", c.Proxy},
+	} {
+		if f.set {
+			d.log.Info("flag accepted for compatibility but not implemented yet", "flag", f.name)
+		}
+	}
+}
+
+// setupHost creates the bridge (MAC = peer name) and the iptables rules,
+// and starts the canary monitor.
+func (d *daemon) setupHost(ctx context.Context, name wmesh.PeerName) error {
+	mac, err := net.ParseMAC(name.String())
+	if err != nil {
+		return fmt.Errorf("parse peer name %s as MAC: %w", name, err)
+	}
+	d.mtu = d.bridgeMTU()
+	bc := netdev.BridgeConfig{Name: d.cfg.Bridge, MAC: mac, MTU: d.mtu}
+	if err := netdev.EnsureBridge(bc); err != nil {
+		return fmt.Errorf("set up bridge %s: %w", d.cfg.Bridge, err)
+	}
+	if err := netdev.EnsureIPTables(d.cfg.Bridge); err != nil {
+		return fmt.Errorf("set up iptables for %s: %w", d.cfg.Bridge, err)
+	}
+	d.spawn(func() { netdev.MonitorIPTables(ctx, d.cfg.Bridge, iptablesCheckInterval, d.log) })
+	return nil
+}
+
+// startDataPlane builds sleeve, the network router, the mesh router and
+// the capture socket, and starts the capture loop.
+func (d *daemon) startDataPlane(name wmesh.PeerName) (*backend, error) {
+	c := d.cfg
+	fh := &frameHandler{}
+	sl, err := sleeve.New(sleeve.Config{
+		Host: c.Host, Port: c.Port, LocalPeer: name, Handler: fh,
+		Logger: d.log.With("component", "sleeve"), PktDebug: c.PktDebug,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start sleeve on port %d: %w", c.Port, err)
+	}
+	d.onStop(sl.Stop)
+	ref := &meshRef{}
+	overlays := append(d.fastPath(name, ref), sl)
+	nr := router.NewNetworkRouter(router.Config{
+		Logger: d.log.With("component", "router"), MACMaxAge: macMaxAge, PktDebug: c.PktDebug,
+	}, overlays...)
+	fh.r.Store(nr)
+	d.onStop(nr.Stop)
+	mr, err := wmesh.NewRouter(meshConfig(c), name, c.NickName, nr.MeshOverlay(),
+		meshLogger{next: ourmesh.Logger(d.log), log: d.log})
+	if err != nil {
+		return nil, fmt.Errorf("create mesh router: %w", err)
+	}
+	ref.r.Store(mr)
+	d.onStop(func() { _ = mr.Stop() })
+	h, err := capture.Open(netdev.DefaultPcapIface)
+	if err != nil {
+		return nil, fmt.Errorf("open capture on %s: %w", netdev.DefaultPcapIface, err)
+	}
+	d.onStop(func() { _ = h.Close() })
+	nr.Start(mr, h)
+	d.spawn(func() {
+		if err := h.Run(nr.HandleCaptured); err != nil {
+			d.log.Error("capture stopped", "iface", netdev.DefaultPcapIface, "err", err)
+		}
+	})
+	return &backend{mesh: mr, net: nr, capture: h, dataDir: c.DataDir, bridge: c.Bridge, log: d.log}, nil
+}
+
+func meshConfig(c Config) wmesh.Config {
+	mc := wmesh.Config{
+		Host: c.Host, Port: c.Port, ConnLimit: c.ConnLimit,
+		ProtocolMinVersion: byte(c.MinProtocolVersion), PeerDiscovery: !c.NoDiscovery,
+	}
+	if c.Password != "" {
+		mc.Password = []byte(c.Password)
+	}
+	for _, p := range c.TrustedSubnets {
+		p = p.Masked()
+		mc.TrustedSubnets = append(mc.TrustedSubnets, &net.IPNet{
+			IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen()),
+		})
+	}
+	return mc
+}
+
+// startMesh starts listening and connects to the initial peers.
+func (d *daemon) startMesh(b *backend) (err error) {
+	func() {
+		// mesh panics when it cannot listen; turn that into an error.
+		defer func() {
+			if v := recover(); v != nil {
+				err = fmt.Errorf("start mesh on port %d: %v", d.cfg.Port, v)
+			}
+		}()
+		b.mesh.Start()
+	}()
+	if err != nil {
+		return err
+	}
+	peers := d.cfg.Peers
+	if d.cfg.Resume {
+		if peers, err = LoadTargets(d.cfg.DataDir); err != nil {
+			return err
+		}
+		d.log.Info("resuming persisted connection targets", "count", len(peers))
+	}
+	if errs := b.Connect(peers, false); len(errs) > 0 {
+		return fmt.Errorf("connect to initial peers: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+func (d *daemon) startHTTP(b *backend) error {
+	api := httpapi.APIConfig{
+		Backend: b, Logger: d.log.With("component", "http"),
+		IPAM: d.cfg.IPAllocRange, IPAMDefaultSubnet: d.cfg.IPAllocDefaultSubnet,
+	}
+	if b.ipam != nil {
+		api.IPAMHandler = b.ipam.Handler()
+	}
+	for _, l := range []struct {
+		addr     string
+		readOnly bool
+	}{{d.cfg.HTTPAddr, false}, {d.cfg.StatusAddr, true}} {
+		if l.addr == "" {
+			continue
+		}
+		api.ReadOnly = l.readOnly
+		srv, err := httpapi.Serve(l.addr, httpapi.NewAPIHandler(api), d.log)
+		if err != nil {
+			return fmt.Errorf("start HTTP API: %w", err)
+		}
+		d.onStop(srv.Close)
+	}
+	return nil
+}
