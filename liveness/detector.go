@@ -1,0 +1,187 @@
+package liveness
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Detector runs one memberlist and keeps the liveness of every peer that
+// has ever joined it.
+type Detector struct {
+	cfg  Config
+	ml   *memberlist.Memberlist
+	wake chan struct{}
+	stop chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+
+	mu       sync.Mutex
+	peers    map[string]Status
+	counts   [len(stateNames)]uint64
+	suspects map[string]time.Time // peers our prober suspects, until a ping succeeds
+	changed  chan struct{}        // closed and replaced on every change
+}
+
+// events wakes the poller as soon as memberlist reports a join or leave,
+// so the recorded time is close to memberlist's own decision, and clears
+// our suspicion of a peer that answered a probe.
+type events struct{ d *Detector }
+
+func (e events) NotifyJoin(*memberlist.Node)   { e.d.poke() }
+func (e events) NotifyLeave(*memberlist.Node)  { e.d.poke() }
+func (e events) NotifyUpdate(*memberlist.Node) { e.d.poke() }
+func (e events) AckPayload() []byte            { return nil }
+
+func (e events) NotifyPingComplete(n *memberlist.Node, _ time.Duration, _ []byte) {
+	e.d.mu.Lock()
+	_, was := e.d.suspects[n.Name]
+	delete(e.d.suspects, n.Name)
+	e.d.mu.Unlock()
+	if was {
+		e.d.poke()
+	}
+}
+
+// markSuspect records that our prober got no ack from peer.
+func (d *Detector) markSuspect(peer string) {
+	d.mu.Lock()
+	d.suspects[peer] = time.Now()
+	d.mu.Unlock()
+	d.poke()
+}
+
+// New starts a detector listening on cfg.BindAddr:cfg.Port (UDP and TCP).
+// It joins cfg.Seeds in the background; Close stops it.
+func New(cfg Config) (*Detector, error) {
+	cfg.fill()
+	d := &Detector{
+		cfg: cfg, wake: make(chan struct{}, 1), stop: make(chan struct{}),
+		peers: make(map[string]Status), changed: make(chan struct{}), suspects: make(map[string]time.Time),
+	}
+	mc, err := cfg.memberlistConfig(d)
+	if err != nil {
+		return nil, err
+	}
+	mc.TCPTimeout = 5 * time.Second
+	if d.ml, err = memberlist.Create(mc); err != nil {
+		return nil, fmt.Errorf("start liveness on %s: %w", net.JoinHostPort(cfg.BindAddr, strconv.Itoa(cfg.Port)), err)
+	}
+	d.wg.Add(2)
+	go d.pollLoop()
+	go d.joinLoop()
+	return d, nil
+}
+
+// Close leaves the cluster (peers see us dead at once instead of after a
+// suspicion timeout) and stops. Idempotent.
+func (d *Detector) Close() error {
+	var err error
+	d.once.Do(func() {
+		close(d.stop)
+		d.wg.Wait()
+		_ = d.ml.Leave(time.Second)
+		if e := d.ml.Shutdown(); e != nil {
+			err = fmt.Errorf("stop liveness: %w", e)
+		}
+	})
+	return err
+}
+
+// Name returns our peer name.
+func (d *Detector) Name() string { return d.cfg.Name }
+
+// Port returns the port we listen on and join seeds at.
+func (d *Detector) Port() int { return d.cfg.Port }
+
+// Join joins the peers at addrs (host or host:port) now; it returns how
+// many answered.
+func (d *Detector) Join(addrs ...string) (int, error) {
+	full := make([]string, len(addrs))
+	for i, a := range addrs {
+		full[i] = d.joinAddr(a)
+	}
+	n, err := d.ml.Join(full)
+	d.poke()
+	if err != nil {
+		return n, fmt.Errorf("join liveness peers %v: %w", full, err)
+	}
+	return n, nil
+}
+
+func (d *Detector) poke() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (d *Detector) joinAddr(host string) string {
+	if _, _, err := net.SplitHostPort(host); err == nil {
+		return host
+	}
+	return net.JoinHostPort(host, strconv.Itoa(d.cfg.Port))
+}
+
+// Get returns peer's status; State is Unknown for a peer never seen.
+func (d *Detector) Get(peer string) Status {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s, ok := d.peers[peer]; ok {
+		return s
+	}
+	return Status{Peer: peer}
+}
+
+// Peers returns every peer ever seen (not us), sorted by name.
+func (d *Detector) Peers() []Status {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]Status, 0, len(d.peers))
+	for _, s := range d.peers {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b Status) int {
+		if a.Peer < b.Peer {
+			return -1
+		}
+		if a.Peer > b.Peer {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Transitions returns how many times a peer entered state s.
+func (d *Detector) Transitions(s State) uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s < 0 || int(s) >= len(d.counts) {
+		return 0
+	}
+	return d.counts[s]
+}
+
+// Await blocks until peer is in state s or ctx ends.
+func (d *Detector) Await(ctx context.Context, peer string, s State) error {
+	for {
+		d.mu.Lock()
+		cur, ch := d.peers[peer].State, d.changed
+		d.mu.Unlock()
+		if cur == s {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("await %s %s (is %s): %w", peer, s, cur, ctx.Err())
+		}
+	}
+}

@@ -1,0 +1,64 @@
+package liveness
+
+import (
+	"time"
+)
+
+// try is the retry schedule of one seed we could not join.
+type try struct {
+	next    time.Time
+	backoff time.Duration
+}
+
+func (d *Detector) joinLoop() {
+	defer d.wg.Done()
+	tries := map[string]*try{}
+	t := time.NewTicker(d.cfg.Timing.JoinInterval)
+	defer t.Stop()
+	for {
+		d.joinSeeds(tries, time.Now())
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// joinSeeds joins every seed that is not alive or suspect to us and whose
+// backoff has passed. A peer without liveness (Weave 2.8.1, or ours with
+// --no-liveness) refuses, and is retried ever more rarely.
+func (d *Detector) joinSeeds(tries map[string]*try, now time.Time) {
+	for _, s := range d.cfg.Seeds() {
+		if s.Name == d.cfg.Name || s.Host == "" {
+			continue
+		}
+		if st := d.Get(s.Name).State; st == Alive || st == Suspect {
+			delete(tries, s.Name)
+			continue
+		}
+		tr := tries[s.Name]
+		if tr != nil && now.Before(tr.next) {
+			continue
+		}
+		select {
+		case <-d.stop:
+			return
+		default:
+		}
+		if _, err := d.Join(s.Host); err != nil {
+			tries[s.Name] = d.backoff(tr, now)
+			d.cfg.Logger.Debug("cannot join liveness peer", "component", "liveness", "peer", s.Name, "err", err)
+		}
+	}
+}
+
+func (d *Detector) backoff(tr *try, now time.Time) *try {
+	if tr == nil {
+		tr = &try{backoff: d.cfg.Timing.JoinInterval}
+	} else {
+		tr.backoff = min(2*tr.backoff, d.cfg.Timing.JoinBackoffMax)
+	}
+	tr.next = now.Add(tr.backoff)
+	return tr
+}

@@ -1,0 +1,99 @@
+package liveness
+
+import (
+	"math"
+	"time"
+)
+
+// suspicionMaxTimeoutMult is memberlist's DefaultLANConfig value, which we
+// keep.
+const suspicionMaxTimeoutMult = 6
+
+func (d *Detector) pollLoop() {
+	defer d.wg.Done()
+	t := time.NewTicker(d.cfg.Timing.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+		case <-d.wake:
+		}
+		now := time.Now()
+		d.apply(d.snapshot(now), now)
+	}
+}
+
+// snapshot returns the state of every member memberlist has not declared
+// dead. memberlist offers no view of its own suspicions, so a member is
+// Suspect while our prober suspects it (it logged so) and neither a later
+// probe answered nor the longest suspicion timeout passed without
+// memberlist declaring it dead (then the peer refuted the suspicion).
+func (d *Detector) snapshot(now time.Time) map[string]State {
+	members := d.ml.Members()
+	seen := make(map[string]State, len(members))
+	maxSuspicion := d.maxSuspicion(len(members))
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, n := range members {
+		st := Alive
+		if at, ok := d.suspects[n.Name]; ok && now.Sub(at) < maxSuspicion {
+			st = Suspect
+		}
+		seen[n.Name] = st
+	}
+	for name := range d.suspects {
+		if seen[name] != Suspect {
+			delete(d.suspects, name)
+		}
+	}
+	delete(seen, d.cfg.Name)
+	return seen
+}
+
+// maxSuspicion is memberlist's longest suspicion timeout for n members
+// (SuspicionMaxTimeoutMult * SuspicionMult * log10(n) * ProbeInterval),
+// plus one probe interval of slack.
+func (d *Detector) maxSuspicion(n int) time.Duration {
+	t := d.cfg.Timing
+	scale := max(1, math.Log10(float64(n)))
+	return time.Duration(float64(suspicionMaxTimeoutMult*t.SuspicionMult)*scale*float64(t.ProbeInterval)) + t.ProbeInterval
+}
+
+// apply records the transitions from the last snapshot to seen: members
+// missing from seen are dead (memberlist declared them dead or they left).
+func (d *Detector) apply(seen map[string]State, now time.Time) {
+	var changes []Change
+	d.mu.Lock()
+	for name, st := range seen {
+		changes = d.set(changes, name, st, now)
+	}
+	for name, s := range d.peers {
+		if _, ok := seen[name]; !ok && s.State != Dead {
+			changes = d.set(changes, name, Dead, now)
+		}
+	}
+	if len(changes) > 0 {
+		close(d.changed)
+		d.changed = make(chan struct{})
+	}
+	d.mu.Unlock()
+	for _, c := range changes {
+		d.cfg.Logger.Info("peer liveness changed", "component", "liveness", "peer", c.Peer,
+			"from", c.From.String(), "to", c.To.String())
+		if d.cfg.OnChange != nil {
+			d.cfg.OnChange(c)
+		}
+	}
+}
+
+func (d *Detector) set(changes []Change, name string, st State, now time.Time) []Change {
+	old := d.peers[name]
+	if old.State == st {
+		return changes
+	}
+	d.peers[name] = Status{Peer: name, State: st, Since: now}
+	d.counts[st]++
+	return append(changes, Change{Peer: name, From: old.State, To: st, At: now})
+}
