@@ -70,6 +70,8 @@ type memNet struct {
 	order []mesh.PeerName
 	queue []memMsg
 	clock *fakeClock
+	// strict sees every ring delivered, as a 2.8.1 peer would.
+	strict strictObserver
 }
 
 type memMsg struct {
@@ -179,6 +181,7 @@ func (n *memNet) pump() {
 		if !ok || cut {
 			continue
 		}
+		n.strict.observe(n.t, m.payload, m.unicast)
 		if m.unicast {
 			_ = dst.OnGossipUnicast(m.src, m.payload)
 		} else {
@@ -197,6 +200,7 @@ func (n *memNet) periodic() {
 		if d == nil {
 			continue
 		}
+		n.strict.observe(n.t, d.Encode()[0], false)
 		for _, q := range order {
 			if q != p && n.reachable(p, q) {
 				_, _ = n.peer(q).OnGossip(d.Encode()[0])

@@ -9,8 +9,9 @@ import (
 
 // Merge folds another replica into r. The whole update is rejected (and r
 // left untouched) when it is invalid, seeded by other peers, over another
-// universe, or would take away space we hold allocations in. It reports
-// whether r changed.
+// universe, would take away space we hold allocations in, or leaves
+// another peer's token claiming more free addresses than it owns (as Weave
+// 2.8.1 refuses it). It reports whether r changed.
 func (r *Ring) Merge(other *Ring) (bool, error) {
 	if other == nil {
 		return false, nil
@@ -32,9 +33,9 @@ func (r *Ring) Merge(other *Ring) (bool, error) {
 	if len(result.Seeds) == 0 {
 		result.Seeds = slices.Clone(other.Seeds)
 	}
-	result.clampFree()
+	result.clampOwnFree()
 	if err := result.CheckInvariants(); err != nil {
-		return false, fmt.Errorf("merge ring from %s: %w", other.Peer, err)
+		return false, fmt.Errorf("merge of ring from %s causes: %w", other.Peer, err)
 	}
 	changed := !r.equalEntries(result) || !slices.Equal(r.Seeds, result.Seeds)
 	r.Entries, r.Seeds = result.Entries, result.Seeds

@@ -226,7 +226,13 @@ func cmpAddr(a, b address.Address) int {
 }
 
 // GrantRangeToHost hands [start, end) of our space to peer, inserting at
-// most two tokens. The range must lie inside one range we own.
+// most two tokens. The range must lie inside one range we own. Versions
+// change as in Weave 2.8.1, since a 2.8.1 peer holding the old entries
+// keeps any entry whose version did not move: a token at start changes
+// owner with version+1, or is inserted and the entry it splits gets
+// version+1 (its free count set to its new size); a token of ours is
+// inserted at end. Free counts are provisional until the next ReportFree,
+// which the caller runs before gossiping.
 func (r *Ring) GrantRangeToHost(start, end address.Address, peer mesh.PeerName) error {
 	i := r.owningIndex(start)
 	if i < 0 || r.Entries[i].Peer != r.Peer || end <= start {
@@ -239,17 +245,29 @@ func (r *Ring) GrantRangeToHost(start, end address.Address, peer mesh.PeerName) 
 	if tail == r.End {
 		tail = r.Start // the range after ours wraps to the start
 	}
-	if r.Owner(tail) == r.Peer && r.tokenAt(tail) < 0 {
+	tailNew := r.tokenAt(tail) < 0
+	if tailNew {
 		r.insert(&entry{Token: tail, Peer: r.Peer})
 	}
+	given := address.Count(address.Subtract(end, start))
 	if j := r.tokenAt(start); j >= 0 {
-		r.Entries[j].Peer, r.Entries[j].Free = peer, address.Count(address.Subtract(end, start))
-		r.Entries[j].Version++
+		r.update(j, peer, given)
 	} else {
-		r.insert(&entry{Token: start, Peer: peer, Free: address.Count(address.Subtract(end, start))})
+		r.insert(&entry{Token: start, Peer: peer, Free: given})
+		j = (r.tokenAt(start) + len(r.Entries) - 1) % len(r.Entries) // the entry split
+		r.update(j, r.Peer, address.Count(r.distance(j)))
 	}
-	r.clampFree()
+	if k := r.tokenAt(tail); tailNew {
+		r.Entries[k].Free = address.Count(r.distance(k))
+	}
 	return nil
+}
+
+// update changes entry i's owner and free count with a version bump.
+func (r *Ring) update(i int, peer mesh.PeerName, free address.Count) {
+	e := r.Entries[i]
+	e.Peer, e.Free = peer, free
+	e.Version++
 }
 
 func containedIn(rs []address.Range, start, end address.Address) bool {
@@ -274,10 +292,15 @@ func (r *Ring) insert(e *entry) {
 	r.Entries = slices.Insert(r.Entries, i, e)
 }
 
-func (r *Ring) clampFree() {
+// clampOwnFree caps the free count of each of our tokens at its size,
+// bumping the version of every token it changes (Weave 2.8.1 clamps
+// without a bump, which leaves peers holding the old count at the same
+// version free to keep it). Other peers' counts are theirs to change.
+func (r *Ring) clampOwnFree() {
 	for i, e := range r.Entries {
-		if d := r.distance(i); address.Offset(e.Free) > d {
+		if d := r.distance(i); e.Peer == r.Peer && address.Offset(e.Free) > d {
 			e.Free = address.Count(d)
+			e.Version++
 		}
 	}
 }
