@@ -56,4 +56,6 @@ type AttachConfig struct {
 	MTU              int              // 0 = bridge MTU
 	MAC              net.HardwareAddr // optional fixed MAC for the container interface
 	NoMulticastRoute bool             // skip 224.0.0.0/4 dev ethwe
+	HostIfName       string           // host-side veth name; default vethwepl<ShortID>
+	NoHairpin        bool             // leave hairpin off on the host-side veth
 }

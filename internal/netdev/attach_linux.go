@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -69,11 +70,14 @@ func AttachContainer(cfg AttachConfig) (net.HardwareAddr, error) {
 		return nil, fmt.Errorf("open netns %s: %w", cfg.NetNS, err)
 	}
 	defer ns.Close()
-	host := ContainerVethPrefix + ShortID(cfg.ContainerID, cfg.NetNS)
+	host := cfg.HostIfName
+	if host == "" {
+		host = ContainerVethPrefix + ShortID(cfg.ContainerID, cfg.NetNS)
+	}
 	if err := ensureContainerVeth(cfg, ns, host); err != nil {
 		return nil, err
 	}
-	if err := attachHostEnd(host, br); err != nil {
+	if err := attachHostEnd(host, br, !cfg.NoHairpin); err != nil {
 		return nil, err
 	}
 	var st insideState
@@ -111,7 +115,7 @@ func ensureContainerVeth(cfg AttachConfig, ns vnetns.NsHandle, host string) erro
 	} else if !isNotFound(err) {
 		return fmt.Errorf("look up %s in %s: %w", cfg.IfName, cfg.NetNS, err)
 	}
-	guest := ContainerPeerPrefix + host[len(ContainerVethPrefix):]
+	guest := ContainerPeerPrefix + strings.TrimPrefix(host, ContainerVethPrefix)
 	for _, stale := range []string{host, guest} { // left over from a failed attach
 		if err := deleteLink(stale); err != nil {
 			return err
@@ -139,8 +143,8 @@ func ensureContainerVeth(cfg AttachConfig, ns vnetns.NsHandle, host string) erro
 	return nil
 }
 
-// attachHostEnd enslaves the host-side veth with hairpin on and sets it up.
-func attachHostEnd(host string, br netlink.Link) error {
+// attachHostEnd enslaves the host-side veth, sets hairpin and sets it up.
+func attachHostEnd(host string, br netlink.Link, hairpin bool) error {
 	l, err := netlink.LinkByName(host)
 	if isNotFound(err) {
 		return nil // the container interface pre-existed under another host name
@@ -151,7 +155,7 @@ func attachHostEnd(host string, br netlink.Link) error {
 	if err := enslave(l, br); err != nil {
 		return err
 	}
-	if err := netlink.LinkSetHairpin(l, true); err != nil {
+	if err := netlink.LinkSetHairpin(l, hairpin); err != nil {
 		return fmt.Errorf("set hairpin on %s: %w", host, err)
 	}
 	// TX checksum offload stays on here too: with it off, every GRO'd

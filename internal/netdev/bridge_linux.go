@@ -180,6 +180,10 @@ func deletePorts(br netlink.Link) error {
 }
 
 // deleteLink deletes name; a missing link is not an error.
+// DeleteLink deletes the link name in the calling namespace (for a veth,
+// both ends go); a missing link is not an error.
+func DeleteLink(name string) error { return deleteLink(name) }
+
 func deleteLink(name string) error {
 	l, err := netlink.LinkByName(name)
 	if isNotFound(err) {

@@ -43,3 +43,6 @@ func Expose(bridge string, addr netip.Prefix) error { return ErrUnsupported }
 
 // Hide returns ErrUnsupported outside Linux.
 func Hide(bridge string, addr netip.Prefix) error { return ErrUnsupported }
+
+// DeleteLink returns ErrUnsupported outside Linux.
+func DeleteLink(name string) error { return ErrUnsupported }
