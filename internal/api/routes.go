@@ -148,3 +148,17 @@ func (c *Client) ReleaseIP(ctx context.Context, id string, addr netip.Addr) erro
 func prefixPath(p netip.Prefix) string {
 	return p.Addr().String() + "/" + strconv.Itoa(p.Bits())
 }
+
+// DefaultSubnet returns the IPAM default subnet (GET /ipinfo/defaultsubnet).
+// A router without IPAM answers 404.
+func (c *Client) DefaultSubnet(ctx context.Context) (netip.Prefix, error) {
+	s, err := c.do(ctx, request{method: "GET", path: "/ipinfo/defaultsubnet"})
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	p, err := netip.ParsePrefix(strings.TrimSpace(s))
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("parse default subnet %q: %w", s, err)
+	}
+	return p, nil
+}
