@@ -16,7 +16,7 @@ MODULE  := github.com/seedf75a49c6/weave
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unreleased)
 LDFLAGS := -X $(MODULE)/internal/version.Version=$(VERSION)
 
-build: ## build bin/weaver and bin/weaveutil (version from git describe)
+build: ## build bin/weaver, bin/weaveutil and the CNI plugins bin/weave-net, bin/weave-ipam (version from git describe)
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./prog/...
 
 deps: ## install test/demo/bench tools with apt-get when missing
