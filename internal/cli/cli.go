@@ -180,7 +180,7 @@ func (c *cmd) exit(err error) int {
 const usage = `Usage:
 
 weave --help | help
-      setup-cni
+      setup-cni     [--cni-bin-dir <dir>] [--cni-conf-dir <dir>] [--force]
       version
 
 weave launch        [--password <pass>] [--port <port>] [--nickname <name>]

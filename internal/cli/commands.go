@@ -191,10 +191,6 @@ func (c *cmd) exposedAddrs(ctx context.Context) ([]netip.Prefix, error) {
 	return addrs, nil
 }
 
-func runSetupCNI(context.Context, *cmd, []string) error {
-	return errors.New("setup-cni: the CNI plugin is not available yet; it arrives with plugin/cni")
-}
-
 // runReset tells IPAM we leave, stops the router and removes every trace:
 // bridge, iptables rules, persisted state and the attachment registry.
 func runReset(ctx context.Context, c *cmd, args []string) error {

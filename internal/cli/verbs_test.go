@@ -106,7 +106,6 @@ func TestVerbs(t *testing.T) {
 			requests: []string{"DELETE /ip/weave:expose/10.2.0.254"}, kernel: []string{"hide weave 10.2.0.254/16"}},
 		{name: "hide bad option", args: []string{"hide", "-x"}, answers: ok(""), code: 1, stderr: `hide: unknown option "-x"`},
 
-		{name: "setup-cni", args: []string{"setup-cni"}, code: 1, stderr: "CNI plugin is not available yet"},
 		{name: "version", args: []string{"version"}, answers: ok("2.9.0\n", "GET /report"),
 			stdout: "weave script unreleased\nweave router 2.9.0\n"},
 		{name: "version extra", args: []string{"version", "x"}, code: 1, stderr: "version: unexpected arguments"},
