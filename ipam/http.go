@@ -16,6 +16,7 @@ import (
 // --http-addr mux:
 //
 //	GET  /ipinfo/defaultsubnet, /ipinfo/tracker, /ring, /ip, /ip/{id}, /ip/{id}/{ip}/{prefixlen}
+//	GET  /ipinfo/ring                             our replica as JSON (ours, not 2.8.1's)
 //	POST /ip/{id}, /ip/{id}/{ip}/{prefixlen}      allocate
 //	PUT  /ip/{id}/{ip}/{prefixlen}                claim (?noErrorOnUnknown=true)
 //	DELETE /ip/{id}, /ip/{id}/{ip}                release
@@ -28,6 +29,7 @@ func (a *Allocator) Handler() http.Handler {
 		text(w, a.cfg.DefaultSubnet.String())
 	})
 	mux.HandleFunc("GET /ipinfo/tracker", func(w http.ResponseWriter, _ *http.Request) { text(w, "") })
+	mux.HandleFunc("GET /ipinfo/ring", a.serveRing)
 	mux.HandleFunc("GET /ring", func(w http.ResponseWriter, r *http.Request) {
 		if err := a.Prime(r.Context()); err != nil {
 			httpError(w, err)
@@ -196,4 +198,44 @@ func (a *Allocator) serveOwned(w http.ResponseWriter, _ *http.Request) {
 	slices.SortFunc(out.Owned, func(x, y ownedJSON) int { return strings.Compare(x.ContainerID, y.ContainerID) })
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// RingJSON is our replica of the ring as GET /ipinfo/ring serves it: every
+// token with its gossiped free count, which /report (2.8.1's layout)
+// leaves out, so tools and tests can check the ring a router holds.
+type RingJSON struct {
+	Start, End string
+	Peer       string
+	Seeds      []string
+	Entries    []RingEntryJSON
+}
+
+// RingEntryJSON is one token of RingJSON.
+type RingEntryJSON struct {
+	Token   string
+	Peer    string
+	Version uint32
+	Free    uint32
+}
+
+func (a *Allocator) serveRing(w http.ResponseWriter, _ *http.Request) {
+	var out RingJSON
+	if err := a.do(func() { out = a.ringJSON() }); err != nil {
+		httpError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+func (a *Allocator) ringJSON() RingJSON {
+	u := a.cfg.Universe.Range()
+	out := RingJSON{Start: u.Start.String(), End: u.End.String(), Peer: a.cfg.OurName.String(), Entries: []RingEntryJSON{}}
+	for _, s := range a.ring.Seeds {
+		out.Seeds = append(out.Seeds, s.String())
+	}
+	for _, e := range a.ring.AllEntries() {
+		out.Entries = append(out.Entries, RingEntryJSON{Token: e.Token.String(), Peer: e.Peer.String(), Version: e.Version, Free: uint32(e.Free)})
+	}
+	return out
 }

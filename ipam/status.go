@@ -17,9 +17,7 @@ type PaxosStatus struct {
 	Quorum     uint
 }
 
-// EntryStatus is one ring token. Free (ours, not in 2.8.1's report) is
-// the token's gossiped free count, so the ring a router holds can be
-// checked from outside.
+// EntryStatus is one ring token.
 type EntryStatus struct {
 	Token       string
 	Size        uint32
@@ -27,7 +25,6 @@ type EntryStatus struct {
 	Nickname    string
 	IsKnownPeer bool
 	Version     uint32
-	Free        uint32
 }
 
 // ClaimStatus is a pending claim.
@@ -72,7 +69,7 @@ func (a *Allocator) status() Status {
 	for _, e := range a.ring.AllEntries() {
 		s.Entries = append(s.Entries, EntryStatus{
 			Token: e.Token.String(), Size: e.Size, Peer: e.Peer.String(), Nickname: a.nicknames[e.Peer],
-			IsKnownPeer: e.Peer == a.cfg.OurName || a.cfg.IsKnownPeer(e.Peer), Version: e.Version, Free: uint32(e.Free),
+			IsKnownPeer: e.Peer == a.cfg.OurName || a.cfg.IsKnownPeer(e.Peer), Version: e.Version,
 		})
 	}
 	for _, o := range a.pending {

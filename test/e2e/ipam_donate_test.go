@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/seedf75a49c6/weave/internal/netns"
 	"github.com/seedf75a49c6/weave/internal/netnstest"
+	"github.com/seedf75a49c6/weave/ipam"
 	"github.com/seedf75a49c6/weave/ipam/address"
 	"github.com/seedf75a49c6/weave/ipam/ring/ringcheck"
 	"github.com/weaveworks/mesh"
@@ -115,57 +117,43 @@ func (ic *ipamCluster) allocateHTTP(i int, id string) string {
 	return p.Addr().String()
 }
 
-// reported is the part of /report these tests read.
-type reported struct {
-	Router struct {
-		Name             string
-		TerminationCount int
-	}
-	IPAM struct {
-		Range   string
-		Entries []struct {
-			Token   string
-			Size    uint32
-			Peer    string
-			Version uint32
-			Free    uint32
-		}
-	}
-}
-
-func (ic *ipamCluster) report(i int) reported {
+// getJSON decodes the answer to GET path on host i.
+func (ic *ipamCluster) getJSON(i int, path string, v any) {
 	ic.t.Helper()
-	code, body, err := ic.routerDo(i, "GET", "/report")
-	var rep reported
+	code, body, err := ic.routerDo(i, "GET", path)
 	if err != nil || code != http.StatusOK {
-		ic.t.Fatalf("GET /report on h%d: %d %v", i, code, err)
+		ic.t.Fatalf("GET %s on h%d: %d %q %v", path, i, code, body, err)
 	}
-	if err := json.Unmarshal([]byte(body), &rep); err != nil {
-		ic.t.Fatalf("GET /report on h%d: %v", i, err)
+	if err := json.Unmarshal([]byte(body), v); err != nil {
+		ic.t.Fatalf("GET %s on h%d: %v", path, i, err)
 	}
-	return rep
 }
 
-func (ic *ipamCluster) terminations(i int) int { return ic.report(i).Router.TerminationCount }
+func (ic *ipamCluster) terminations(i int) int {
+	var rep struct {
+		Router struct{ TerminationCount int }
+	}
+	ic.getJSON(i, "/report", &rep)
+	return rep.Router.TerminationCount
+}
 
-// reportedRing is host i's replica as its /report shows it.
+// reportedRing is host i's replica as GET /ipinfo/ring shows it.
 func (ic *ipamCluster) reportedRing(i int) ringcheck.Ring {
 	ic.t.Helper()
-	rep := ic.report(i)
-	peer, err := mesh.PeerNameFromString(rep.Router.Name)
-	if err != nil {
-		ic.t.Fatalf("h%d report names peer %q: %v", i, rep.Router.Name, err)
+	var rj ipam.RingJSON
+	ic.getJSON(i, "/ipinfo/ring", &rj)
+	start, err1 := address.ParseIP(rj.Start)
+	end, err2 := address.ParseIP(rj.End)
+	peer, err3 := mesh.PeerNameFromString(rj.Peer)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		ic.t.Fatalf("h%d ring %+v: %v", i, rj, err)
 	}
-	u, err := address.ParseCIDR(rep.IPAM.Range)
-	if err != nil {
-		ic.t.Fatalf("h%d report range %q: %v", i, rep.IPAM.Range, err)
-	}
-	r := ringcheck.Ring{Start: u.Range().Start, End: u.Range().End, Peer: peer}
-	for _, e := range rep.IPAM.Entries {
+	r := ringcheck.Ring{Start: start, End: end, Peer: peer}
+	for _, e := range rj.Entries {
 		tok, err1 := address.ParseIP(e.Token)
 		owner, err2 := mesh.PeerNameFromString(e.Peer)
-		if err1 != nil || err2 != nil {
-			ic.t.Fatalf("h%d report entry %+v: %v %v", i, e, err1, err2)
+		if err := errors.Join(err1, err2); err != nil {
+			ic.t.Fatalf("h%d ring entry %+v: %v", i, e, err)
 		}
 		r.Entries = append(r.Entries, ringcheck.Entry{Token: tok, Peer: owner, Version: e.Version, Free: address.Count(e.Free)})
 	}
