@@ -249,6 +249,18 @@ func nextOwnerBoundary(r *ring.Ring, x, end address.Address) address.Address {
 	return end
 }
 
+// NoContainerID is the ident for an allocation that belongs to no
+// container yet (the Docker IPAM driver's RequestAddress): every Allocate
+// with it returns a new address, recorded under the address's own text
+// (as Weave 2.8.1 files it), so Free(addr.String(), addr) releases it.
+const NoContainerID = "_"
+
+// Universe is the allocation range (--ipalloc-range).
+func (a *Allocator) Universe() address.CIDR { return a.cfg.Universe }
+
+// DefaultSubnet is the subnet used when none is asked for.
+func (a *Allocator) DefaultSubnet() address.CIDR { return a.cfg.DefaultSubnet }
+
 // Allocate returns an address for ident in subnet (idempotent per ident),
 // waiting for consensus or for space from other peers for a bounded time.
 func (a *Allocator) Allocate(ctx context.Context, ident string, subnet address.CIDR) (address.CIDR, error) {

@@ -340,3 +340,28 @@ func TestRangeTooSmallForPeers(t *testing.T) {
 		t.Fatalf("status problem %q", p)
 	}
 }
+
+// TestNoContainerIDFilesUnderAddress: each allocation for NoContainerID is
+// a new address, recorded under its own text and released by it.
+func TestNoContainerIDFilesUnderAddress(t *testing.T) {
+	n := newMemNet(t, 1)
+	a := n.addPeer(1, consensus(1))
+	r1 := n.allocate(a, NoContainerID, universe12)
+	r2 := n.allocate(a, NoContainerID, universe12)
+	if r1.err != nil || r2.err != nil || r1.c == r2.c {
+		t.Fatalf("two NoContainerID allocations: %v %v / %v %v", r1.c, r1.err, r2.c, r2.err)
+	}
+	owned, err := a.Owned()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := owned[r1.c.Addr.String()]; len(got) != 1 || got[0] != r1.c {
+		t.Fatalf("owned[%s] = %v, want [%v]; all: %v", r1.c.Addr, got, r1.c, owned)
+	}
+	if _, ok := owned[NoContainerID]; ok {
+		t.Fatalf("allocation recorded under %q: %v", NoContainerID, owned)
+	}
+	if err := a.Free(r1.c.Addr.String(), r1.c.Addr); err != nil {
+		t.Fatalf("free by address ident: %v", err)
+	}
+}

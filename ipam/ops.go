@@ -188,7 +188,11 @@ func (a *Allocator) tryAllocate(o *op) bool {
 	}
 	if addr, ok := a.space.Allocate(o.subnet.HostRange()); ok {
 		c := address.CIDR{Addr: addr, PrefixLen: o.subnet.PrefixLen}
-		a.record(o.ident, c)
+		ident := o.ident
+		if ident == NoContainerID { // file it under the address itself
+			ident = addr.String()
+		}
+		a.record(ident, c)
 		o.finish(c, nil)
 		return true
 	}
