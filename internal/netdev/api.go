@@ -59,3 +59,28 @@ type AttachConfig struct {
 	HostIfName       string           // host-side veth name; default vethwepl<ShortID>
 	NoHairpin        bool             // leave hairpin off on the host-side veth
 }
+
+// Docker endpoint veth names, as Weave Net 2.8.1's plugin uses them: the
+// host end vethwl<id> is a bridge port, the container end vethwg<id> is
+// moved into the sandbox and renamed by Docker.
+const (
+	EndpointVethPrefix = "vethwl"
+	EndpointPeerPrefix = "vethwg"
+)
+
+// EndpointNames returns the host- and container-side veth names of a
+// Docker endpoint: the prefixes plus the first 9 characters of its ID.
+func EndpointNames(endpointID string) (host, guest string) {
+	id := endpointID
+	if len(id) > 9 {
+		id = id[:9]
+	}
+	return EndpointVethPrefix + id, EndpointPeerPrefix + id
+}
+
+// Iface is one interface's name, MAC and IPv4 addresses.
+type Iface struct {
+	Name  string
+	MAC   net.HardwareAddr
+	Addrs []netip.Prefix
+}

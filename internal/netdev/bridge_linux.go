@@ -146,7 +146,7 @@ func createVeth(name, peer string, mtu int, peerMAC []byte) error {
 }
 
 // DestroyBridge deletes the bridge, the capture pair and every container
-// veth (vethwepl*) still enslaved to it. Missing objects are not an error.
+// veth (vethwepl*, and the Docker plugin's vethwl*) still enslaved to it. Missing objects are not an error.
 func DestroyBridge(name string) error {
 	if name == "" {
 		name = DefaultBridge
@@ -172,7 +172,8 @@ func deletePorts(br netlink.Link) error {
 	var errs []error
 	for _, l := range links {
 		a := l.Attrs()
-		if a.MasterIndex == br.Attrs().Index && strings.HasPrefix(a.Name, ContainerVethPrefix) {
+		own := strings.HasPrefix(a.Name, ContainerVethPrefix) || strings.HasPrefix(a.Name, EndpointVethPrefix)
+		if a.MasterIndex == br.Attrs().Index && own {
 			errs = append(errs, deleteLink(a.Name))
 		}
 	}

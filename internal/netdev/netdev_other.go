@@ -46,3 +46,17 @@ func Hide(bridge string, addr netip.Prefix) error { return ErrUnsupported }
 
 // DeleteLink returns ErrUnsupported outside Linux.
 func DeleteLink(name string) error { return ErrUnsupported }
+
+// CreateEndpoint is Linux only.
+func CreateEndpoint(bridge, endpointID string, mac net.HardwareAddr) (net.HardwareAddr, error) {
+	return nil, ErrUnsupported
+}
+
+// DeleteEndpoint is Linux only.
+func DeleteEndpoint(endpointID string) (bool, error) { return false, ErrUnsupported }
+
+// EndpointExists is Linux only.
+func EndpointExists(endpointID string) (bool, error) { return false, ErrUnsupported }
+
+// NamespaceIfaces is Linux only.
+func NamespaceIfaces(netnsPath, prefix string) ([]Iface, error) { return nil, ErrUnsupported }

@@ -1,0 +1,58 @@
+//go:build linux
+
+package docker
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/seedf75a49c6/weave/internal/netdev"
+)
+
+// NetdevLinks implements Links with internal/netdev, in the caller's
+// network namespace (weaver's, where the bridge is).
+type NetdevLinks struct{}
+
+// CreateEndpoint implements Links.
+func (NetdevLinks) CreateEndpoint(bridge, id string, mac net.HardwareAddr) (net.HardwareAddr, error) {
+	return netdev.CreateEndpoint(bridge, id, mac)
+}
+
+// DeleteEndpoint implements Links.
+func (NetdevLinks) DeleteEndpoint(id string) (bool, error) { return netdev.DeleteEndpoint(id) }
+
+// EndpointExists implements Links.
+func (NetdevLinks) EndpointExists(id string) (bool, error) { return netdev.EndpointExists(id) }
+
+// SandboxIfaces implements Links.
+func (NetdevLinks) SandboxIfaces(path string) (int, error) {
+	l, err := netdev.NamespaceIfaces(path, "")
+	return len(l), err
+}
+
+// BridgeAddrs implements Links.
+func (NetdevLinks) BridgeAddrs(bridge string) ([]netip.Prefix, error) {
+	ifi, err := net.InterfaceByName(bridge)
+	if err != nil {
+		return nil, fmt.Errorf("look up bridge %s: %w", bridge, err)
+	}
+	addrs, err := ifi.Addrs()
+	if err != nil {
+		return nil, fmt.Errorf("list addresses of %s: %w", bridge, err)
+	}
+	var out []netip.Prefix
+	for _, a := range addrs {
+		n, ok := a.(*net.IPNet)
+		if !ok || n.IP.To4() == nil {
+			continue
+		}
+		ip, _ := netip.AddrFromSlice(n.IP.To4())
+		ones, _ := n.Mask.Size()
+		out = append(out, netip.PrefixFrom(ip, ones))
+	}
+	return out, nil
+}
+
+// Expose implements Links.
+func (NetdevLinks) Expose(bridge string, addr netip.Prefix) error { return netdev.Expose(bridge, addr) }
