@@ -297,6 +297,18 @@ func (n *Nameserver) Entries() []Entry {
 	return append([]Entry(nil), n.entries...)
 }
 
+// HasLive reports whether the container has a live entry of ours.
+func (n *Nameserver) HasLive(containerID string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, e := range n.entries {
+		if e.ContainerID == containerID && e.Origin == n.cfg.OurName && e.Live() {
+			return true
+		}
+	}
+	return false
+}
+
 // LiveOwnCount is the number of live entries that we originate.
 func (n *Nameserver) LiveOwnCount() int {
 	n.mu.Lock()

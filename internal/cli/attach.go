@@ -83,6 +83,10 @@ func runAttach(ctx context.Context, c *cmd, args []string) error {
 	if err != nil {
 		return err
 	}
+	name, err := c.attachName(ctx, a, t)
+	if err != nil {
+		return err
+	}
 	addrs, err := c.attachAddrs(ctx, t.ID, a.addrs)
 	if err != nil {
 		return err
@@ -97,6 +101,11 @@ func runAttach(ctx context.Context, c *cmd, args []string) error {
 	}
 	if err := c.record(attachment{ID: t.ID, NetNS: t.NetNS, IfName: ContainerIf}); err != nil {
 		return err
+	}
+	if name != "" {
+		if err := c.registerNames(ctx, t.ID, name, addrs); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintln(c.Stdout, ipsOnly(addrs))
 	return nil
@@ -178,6 +187,7 @@ func runDetach(ctx context.Context, c *cmd, args []string) error {
 	if err := c.Kernel.DetachContainer(t.NetNS, ContainerIf, addrsOrNil(a.addrs, addrs)); err != nil {
 		return fmt.Errorf("detach %s: %w", a.target, err)
 	}
+	c.forgetNames(ctx, t.ID, addrs, len(a.addrs) == 0)
 	for _, p := range addrs {
 		if err := c.api.ReleaseIP(ctx, t.ID, p.Addr()); err != nil && !ipamAbsent(err) {
 			c.Logger.Warn("could not release address in IPAM", "cidr", p, "id", t.ID, "err", err)

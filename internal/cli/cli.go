@@ -135,6 +135,11 @@ func init() {
 		"status": runStatus, "report": runReport, "version": runVersion,
 		"expose": runExpose, "hide": runHide, "rmpeer": runRmpeer, "setup-cni": runSetupCNI,
 	}
+	for v, f := range map[string]verb{
+		"dns-add": runDNSAdd, "dns-remove": runDNSRemove, "dns-lookup": runDNSLookup, "dns-args": runDNSArgs,
+	} {
+		verbs[v] = f
+	}
 }
 
 // Run executes one `weave` command line (args without the program name)
@@ -193,11 +198,16 @@ weave connect       [--replace] [<peer> ...]
 weave forget        <peer> ...
 weave rmpeer        <peer_id> ...
 
-weave attach        [<addr> ...] [--no-multicast-route] <target>
+weave attach        [<addr> ...] [--no-multicast-route] [--name <fqdn> | --without-dns] <target>
 weave detach        [<addr> ...] <target>
 weave ps            [<target> ...]
 weave expose        [<addr> ...] [--without-masquerade]
 weave hide          [<cidr> ...]
+
+weave dns-add       [<ip_address> ...] [<target>] [-h <fqdn>]
+weave dns-remove    [<ip_address> ...] [<target>] [-h <fqdn>]
+weave dns-lookup    <name>
+weave dns-args
 
 weave status        [targets | connections | peers | dns | ipam]
 weave report        [-f <format>]

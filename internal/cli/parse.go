@@ -68,6 +68,8 @@ type attachArgs struct {
 	addrs            []addrSpec // empty = net:default
 	target           string
 	noMulticastRoute bool
+	name             string // --name: weaveDNS name to register
+	withoutDNS       bool   // --without-dns: register no name
 }
 
 // parseAttach parses `[<addr>...] [options] <target>`. detach accepts no options.
@@ -79,8 +81,18 @@ func parseAttach(verb string, args []string) (attachArgs, error) {
 		switch {
 		case verb == "attach" && arg == "--no-multicast-route":
 			a.noMulticastRoute = true
-		case verb == "attach" && (arg == "--without-dns" || arg == "--rewrite-hosts"):
-			// Accepted for compatibility: there is no weaveDNS yet.
+		case verb == "attach" && arg == "--without-dns":
+			a.withoutDNS = true
+		case verb == "attach" && arg == "--rewrite-hosts":
+			// Accepted for compatibility; /etc/hosts is left alone.
+		case verb == "attach" && (arg == "--name" || arg == "-h"):
+			i++
+			if i == len(args) || args[i] == "" {
+				return a, usagef("%s: %s needs a DNS name", verb, arg)
+			}
+			a.name = args[i]
+		case verb == "attach" && strings.HasPrefix(arg, "--name="):
+			a.name = strings.TrimPrefix(arg, "--name=")
 		case verb == "attach" && arg == "--add-host":
 			i++ // compatibility, value ignored
 			if i == len(args) {

@@ -22,6 +22,9 @@ import (
 type target struct {
 	ID    string // IPAM/registry identity: container ID, netns name, PID, or path
 	NetNS string // namespace path to act in
+	// Hostname is a Docker container's host name, with its domain when
+	// it has one (weaveDNS registers it); "" for namespaces and PIDs.
+	Hostname string
 }
 
 // vethID is the ContainerID given to netdev, which names the host veth
@@ -90,6 +93,10 @@ type dockerContainer struct {
 		Running bool
 		Pid     int
 	}
+	Config struct {
+		Hostname   string
+		Domainname string
+	}
 }
 
 // dockerTarget asks the Docker engine (over its unix socket) for the
@@ -110,7 +117,11 @@ func (c *cmd) dockerTarget(ctx context.Context, name string) (target, error) {
 	case !ct.State.Running || ct.State.Pid == 0:
 		return target{}, fmt.Errorf("container %s is not running", name)
 	}
-	return target{ID: ct.ID, NetNS: filepath.Join(c.ProcDir, strconv.Itoa(ct.State.Pid), "ns", "net")}, nil
+	host := ct.Config.Hostname
+	if host != "" && ct.Config.Domainname != "" {
+		host += "." + ct.Config.Domainname
+	}
+	return target{ID: ct.ID, NetNS: filepath.Join(c.ProcDir, strconv.Itoa(ct.State.Pid), "ns", "net"), Hostname: host}, nil
 }
 
 func (c *cmd) dockerInspect(ctx context.Context, name string) (dockerContainer, int, error) {

@@ -113,6 +113,7 @@ func registerFlags(fs *flag.FlagSet, c *daemon.Config, version, printName *bool)
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "persistent state directory (default $WEAVE_DATA_DIR or /var/lib/weave)")
 	fs.StringVar(&c.RunDir, "run-dir", c.RunDir, "runtime state directory (default $WEAVE_RUN_DIR or /run/weave)")
 	registerCompatFlags(fs, c)
+	registerDNSFlags(fs, c)
 }
 
 // registerCompatFlags registers flags accepted for compatibility with
@@ -127,7 +128,6 @@ func registerCompatFlags(fs *flag.FlagSet, c *daemon.Config) {
 	fs.BoolVar(&c.NoFastDP, "no-fastdp", c.NoFastDP, "disable the VXLAN fast datapath (sleeve only; bridge MTU 65535 unless --mtu)")
 	fs.BoolVar(&c.NoBridgedFastDP, "no-bridged-fastdp", c.NoBridgedFastDP, "disable bridged fast datapath"+later)
 	fs.StringVar(&c.DockerAPI, "docker-api", c.DockerAPI, "Docker API endpoint"+later)
-	fs.BoolVar(&c.NoDNS, "no-dns", c.NoDNS, "disable weaveDNS"+later)
 	fs.StringVar(&c.Datapath, "datapath", c.Datapath, "ODP datapath name"+later)
 	fs.BoolVar(&c.Plugin, "plugin", c.Plugin, "run the Docker plugin"+later)
 	fs.BoolVar(&c.Proxy, "proxy", c.Proxy, "run the Docker API proxy"+later)

@@ -9,6 +9,7 @@ import (
 
 	wmesh "github.com/weaveworks/mesh"
 
+	"github.com/seedf75a49c6/weave/dns"
 	"github.com/seedf75a49c6/weave/internal/capture"
 	"github.com/seedf75a49c6/weave/internal/netdev"
 	"github.com/seedf75a49c6/weave/internal/version"
@@ -27,6 +28,9 @@ type backend struct {
 	log     *slog.Logger
 	ready   atomic.Bool
 	ipam    *ipam.Allocator // nil when IPAM is off
+	// weaveDNS; both nil with --no-dns
+	dns       *dns.Nameserver
+	dnsServer *dns.Server
 }
 
 var _ httpapi.Backend = (*backend)(nil)
@@ -45,6 +49,9 @@ func (b *backend) Report() httpapi.Report {
 	rep := httpapi.Report{Ready: b.ready.Load(), Version: version.Version, Router: rr}
 	if b.ipam != nil {
 		addIPAM(&rep, b.ipam)
+	}
+	if b.dns != nil {
+		addDNS(&rep, b.dns, b.dnsServer)
 	}
 	return rep
 }

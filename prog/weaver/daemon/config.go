@@ -59,11 +59,19 @@ type Config struct {
 	// allocation waits for the ring to be created; 0 = 60 s.
 	IPAllocConsensusTimeout time.Duration
 
+	// weaveDNS (dns package); zero values take 2.8.1's defaults.
+	NoDNS              bool          // --no-dns: no nameserver, no DNS server (gossip is still relayed)
+	DNSDomain          string        // --dns-domain: default weave.local.
+	DNSListenAddress   string        // --dns-listen-address: default <docker bridge IP>:53, else 127.0.0.1:53
+	DNSTTL             int           // --dns-ttl: answer TTL in seconds; default 1
+	DNSFallbackTimeout time.Duration // --dns-fallback-timeout: per upstream query; default 5s
+	ResolvConf         string        // --resolv-conf: upstream servers; "" = no upstream
+	DockerBridge       string        // $DOCKER_BRIDGE: DNS listens on its address by default; default docker0
+
 	// Accepted for compatibility with Weave's flags; not implemented yet.
 	NoFastDP        bool   // --no-fastdp: sleeve only (see fastdp)
 	NoBridgedFastDP bool   // --no-bridged-fastdp
 	DockerAPI       string // --docker-api
-	NoDNS           bool   // --no-dns
 	Datapath        string // --datapath
 	Plugin          bool   // --plugin
 	Proxy           bool   // --proxy
@@ -91,6 +99,7 @@ func DefaultConfig(getenv func(string) string) Config {
 		DataDir:            orDefault(getenv("WEAVE_DATA_DIR"), DefaultDataDir),
 		RunDir:             orDefault(getenv("WEAVE_RUN_DIR"), DefaultRunDir),
 		IPAllocRange:       DefaultIPAllocRange,
+		DockerBridge:       orDefault(getenv("DOCKER_BRIDGE"), DefaultDockerBridge),
 	}
 }
 
@@ -106,7 +115,7 @@ func orDefault(v, def string) string {
 func (c *Config) Validate() error {
 	checks := []func() error{
 		c.validateIdentity, c.validateNet, c.validatePeers,
-		c.validateAddrs, c.validateLocal, c.validateIPAM,
+		c.validateAddrs, c.validateLocal, c.validateIPAM, c.validateDNS,
 	}
 	var errs []error
 	for _, check := range checks {

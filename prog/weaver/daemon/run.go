@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/seedf75a49c6/weave/dns"
 	"log/slog"
 	"net"
 	"sync"
@@ -90,10 +91,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if err := d.startIPAM(b); err != nil {
 		return err
 	}
+	if err := d.startDNS(b); err != nil {
+		return err
+	}
 	if err := d.startMesh(b); err != nil {
 		return err
 	}
 	d.runIPAMHousekeeping(ctx, b)
+	d.runDNSHousekeeping(ctx, b)
 	if err := d.startHTTP(b); err != nil {
 		return err
 	}
@@ -230,6 +235,9 @@ func (d *daemon) startHTTP(b *backend) error {
 	}
 	if b.ipam != nil {
 		api.IPAMHandler = b.ipam.Handler()
+	}
+	if b.dns != nil {
+		api.DNSHandler = b.dns.Handler(dns.HTTPConfig{Server: b.dnsServer, IsAlive: d.containerAlive})
 	}
 	for _, l := range []struct {
 		addr     string

@@ -36,6 +36,9 @@ type APIConfig struct {
 	// IPAMHandler serves the allocator's routes (/ip..., /ipinfo/..., /ring,
 	// DELETE /peer[/{id}], GET /status/ipam); nil while IPAM does not run.
 	IPAMHandler http.Handler
+	// DNSHandler serves weaveDNS's routes (/name..., /domain,
+	// /dns-address[-port], GET /status/dns); nil with --no-dns.
+	DNSHandler http.Handler
 }
 
 type api struct {
@@ -70,6 +73,11 @@ func NewAPIHandler(cfg APIConfig) http.Handler {
 	if !cfg.ReadOnly && cfg.IPAMHandler != nil {
 		for _, p := range []string{"/ip", "/ip/", "/ipinfo/", "GET /ring", "DELETE /peer/{id}"} {
 			mux.Handle(p, cfg.IPAMHandler)
+		}
+	}
+	if !cfg.ReadOnly && cfg.DNSHandler != nil {
+		for _, p := range []string{"/name", "/name/", "GET /domain", "GET /dns-address", "GET /dns-address-port"} {
+			mux.Handle(p, cfg.DNSHandler)
 		}
 	}
 	if !cfg.ReadOnly {
@@ -166,8 +174,17 @@ func (a *api) statusIPAM(w http.ResponseWriter, r *http.Request) {
 	a.cfg.IPAMHandler.ServeHTTP(w, r)
 }
 
+// DNSDisabled is 2.8.1's /status/dns body (HTTP 500) under --no-dns.
+const DNSDisabled = "error during template execution"
+
 func (a *api) statusDNS(w http.ResponseWriter, r *http.Request) {
-	writeText(w, http.StatusServiceUnavailable, "dns: not implemented yet\n")
+	if a.cfg.DNSHandler == nil {
+		writeText(w, http.StatusInternalServerError, DNSDisabled+"\n")
+		return
+	}
+	if _, ok := a.readyReport(w); ok {
+		a.cfg.DNSHandler.ServeHTTP(w, r)
+	}
 }
 
 func (a *api) report(w http.ResponseWriter, r *http.Request) {

@@ -34,6 +34,10 @@ func WriteMetrics(w io.Writer, rep *Report) error {
 		fmt.Fprintf(&b, "weave_connections{encryption=%q,state=%q,type=%q} %d\n",
 			kv.key.encryption, kv.key.state, kv.key.typ, kv.n)
 	}
+	if d := rep.DNSSummary; d != nil {
+		header("weave_dns_entries", "gauge", "Number of live DNS entries this peer originates.")
+		fmt.Fprintf(&b, "weave_dns_entries %d\n", d.OwnEntries)
+	}
 	header("weave_flows", "gauge", "Number of flows in the kernel datapath (fast datapath only).")
 	b.WriteString("weave_flows 0\n")
 	if m := rep.IPAMMetrics; m != nil {

@@ -23,6 +23,18 @@ type Report struct {
 	// are not part of Weave's JSON.
 	IPAMSummary *IPAMSummary `json:"-"`
 	IPAMMetrics *IPAMMetrics `json:"-"`
+	// DNSSummary feeds the dns section of `weave status` and the
+	// weave_dns_entries gauge; nil with --no-dns.
+	DNSSummary *DNSSummary `json:"-"`
+}
+
+// DNSSummary is what the status text and metrics say about weaveDNS.
+type DNSSummary struct {
+	Domain     string
+	Upstream   []string
+	TTL        uint32
+	Entries    int // live entries of the whole cluster
+	OwnEntries int // live entries this peer originates (weave_dns_entries)
 }
 
 // IPAMMetrics are the allocator's Prometheus gauges, as Weave 2.8.1 names them.

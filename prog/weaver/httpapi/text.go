@@ -46,6 +46,14 @@ func WriteStatus(w io.Writer, rep *Report, ipam *IPAMSummary) error {
 		line("Range", "%s", ipam.Range)
 		line("DefaultSubnet", "%s", ipam.DefaultSubnet)
 	}
+	if d := rep.DNSSummary; d != nil {
+		b.WriteString("\n")
+		line("Service", "dns")
+		line("Domain", "%s", d.Domain)
+		line("Upstream", "%s", strings.Join(d.Upstream, ", "))
+		line("TTL", "%d", d.TTL)
+		line("Entries", "%d", d.Entries)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
