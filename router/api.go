@@ -71,6 +71,9 @@ type NetworkRouter struct {
 
 	pollers []BusyPoller // overlays with their own receive loop
 
+	dead   atomic.Pointer[deadSet] // peers liveness declared dead (dead_peers.go)
+	deadMu sync.Mutex              // serialises SetPeerDead
+
 	// bound is set once by Start; the hot path loads it without locking.
 	bound atomic.Pointer[binding]
 
@@ -94,6 +97,7 @@ func NewNetworkRouter(cfg Config, overlays ...Overlay) *NetworkRouter {
 		mac: newMACCache(cfg.MACMaxAge, cfg.MACMoveGrace, cfg.Now),
 	}
 	r.lifecycle.stop = make(chan struct{})
+	r.dead.Store(&deadSet{})
 	for _, o := range overlays {
 		if p, ok := o.(BusyPoller); ok {
 			r.pollers = append(r.pollers, p)

@@ -84,10 +84,16 @@ func (r *NetworkRouter) inject(b *binding, frame []byte) {
 // which case a FrameTooBigError is answered with ICMP "fragmentation
 // needed".
 func (r *NetworkRouter) relayUnicast(b *binding, srcPeer, dstPeer mesh.PeerName, frame []byte, captured bool) {
-	hop, ok := b.routes.Unicast(dstPeer)
-	if !ok {
+	if r.deadPeer(dstPeer) {
 		if r.cfg.PktDebug {
-			r.log.Debug("drop frame: no unicast route", "peer", dstPeer.String())
+			r.log.Debug("drop frame: destination peer is dead", "peer", dstPeer.String())
+		}
+		return
+	}
+	hop, ok := b.routes.Unicast(dstPeer)
+	if !ok || r.deadPeer(hop) {
+		if r.cfg.PktDebug {
+			r.log.Debug("drop frame: no unicast route, or via a dead peer", "peer", dstPeer.String())
 		}
 		return
 	}
@@ -118,6 +124,9 @@ func (r *NetworkRouter) unicastFailed(b *binding, err error, hop mesh.PeerName, 
 // Each next hop is addressed as the frame's destination peer.
 func (r *NetworkRouter) relayBroadcast(b *binding, srcPeer mesh.PeerName, frame []byte) {
 	for _, hop := range b.routes.Broadcast(srcPeer) {
+		if r.deadPeer(hop) {
+			continue
+		}
 		fwd := r.sw.forwarderFor(hop)
 		if fwd == nil {
 			continue
