@@ -114,6 +114,13 @@ func registerFlags(fs *flag.FlagSet, c *daemon.Config, version, printName *bool)
 	fs.StringVar(&c.RunDir, "run-dir", c.RunDir, "runtime state directory (default $WEAVE_RUN_DIR or /run/weave)")
 	registerCompatFlags(fs, c)
 	registerDNSFlags(fs, c)
+	registerLivenessFlags(fs, c)
+}
+
+func registerLivenessFlags(fs *flag.FlagSet, c *daemon.Config) {
+	fs.BoolVar(&c.NoLiveness, "no-liveness", c.NoLiveness, "no memberlist failure detection (dead peers are left to mesh's timeouts)")
+	fs.IntVar(&c.LivenessPort, "liveness-port", c.LivenessPort, "UDP and TCP port of the liveness detector (the same on every host)")
+	fs.DurationVar(&c.IPAllocReclaimAfter, "ipalloc-reclaim-after", c.IPAllocReclaimAfter, "reclaim the IPAM space of a peer dead this long, e.g. 10m (0 = never)")
 }
 
 // registerCompatFlags registers flags accepted for compatibility with

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	wmesh "github.com/weaveworks/mesh"
@@ -14,6 +15,7 @@ import (
 	"github.com/seedf75a49c6/weave/internal/netdev"
 	"github.com/seedf75a49c6/weave/internal/version"
 	"github.com/seedf75a49c6/weave/ipam"
+	"github.com/seedf75a49c6/weave/liveness"
 	"github.com/seedf75a49c6/weave/prog/weaver/httpapi"
 	"github.com/seedf75a49c6/weave/router"
 )
@@ -31,6 +33,8 @@ type backend struct {
 	// weaveDNS; both nil with --no-dns
 	dns       *dns.Nameserver
 	dnsServer *dns.Server
+	live      atomic.Pointer[liveness.Detector] // nil with --no-liveness
+	nicks     sync.Map                          // peer name -> nickname, for liveness status
 }
 
 var _ httpapi.Backend = (*backend)(nil)
@@ -53,6 +57,7 @@ func (b *backend) Report() httpapi.Report {
 	if b.dns != nil {
 		addDNS(&rep, b.dns, b.dnsServer)
 	}
+	b.addLiveness(&rep)
 	return rep
 }
 

@@ -13,6 +13,7 @@ import (
 	wmesh "github.com/weaveworks/mesh"
 
 	"github.com/seedf75a49c6/weave/ipam"
+	"github.com/seedf75a49c6/weave/liveness"
 )
 
 // Defaults, as Weave Net 2.8.1's `weave launch` passes them to httpapi.
@@ -67,6 +68,12 @@ type Config struct {
 	DNSFallbackTimeout time.Duration // --dns-fallback-timeout: per upstream query; default 5s
 	ResolvConf         string        // --resolv-conf: upstream servers; "" = no upstream
 	DockerBridge       string        // $DOCKER_BRIDGE: DNS listens on its address by default; default docker0
+	// Liveness: memberlist failure detection (docs/liveness.md).
+	NoLiveness   bool // --no-liveness: leave dead peers to mesh's timeouts
+	LivenessPort int  // --liveness-port: UDP+TCP port; default 6785
+	// IPAllocReclaimAfter (--ipalloc-reclaim-after): reclaim the IPAM space
+	// of a peer dead this long; 0 (default) = never automatically.
+	IPAllocReclaimAfter time.Duration
 
 	// Accepted for compatibility with Weave's flags; not implemented yet.
 	NoFastDP        bool   // --no-fastdp: sleeve only (see fastdp)
@@ -100,6 +107,7 @@ func DefaultConfig(getenv func(string) string) Config {
 		RunDir:             orDefault(getenv("WEAVE_RUN_DIR"), DefaultRunDir),
 		IPAllocRange:       DefaultIPAllocRange,
 		DockerBridge:       orDefault(getenv("DOCKER_BRIDGE"), DefaultDockerBridge),
+		LivenessPort:       liveness.DefaultPort,
 	}
 }
 
@@ -115,7 +123,7 @@ func orDefault(v, def string) string {
 func (c *Config) Validate() error {
 	checks := []func() error{
 		c.validateIdentity, c.validateNet, c.validatePeers,
-		c.validateAddrs, c.validateLocal, c.validateIPAM, c.validateDNS,
+		c.validateAddrs, c.validateLocal, c.validateIPAM, c.validateDNS, c.validateLiveness,
 	}
 	var errs []error
 	for _, check := range checks {
@@ -253,3 +261,19 @@ func (c *Config) BridgeMTU() int {
 
 // IPAMEnabled reports whether IPAM was requested (--ipalloc-range not "").
 func (c *Config) IPAMEnabled() bool { return c.IPAllocRange != "" }
+
+func (c *Config) validateLiveness() error {
+	switch {
+	case c.LivenessPort < 1 || c.LivenessPort > 65535:
+		return fmt.Errorf("--liveness-port: invalid value %d (want 1..65535)", c.LivenessPort)
+	case !c.NoLiveness && (c.LivenessPort == c.Port || c.LivenessPort == c.Port+1):
+		return fmt.Errorf("--liveness-port: %d collides with --port %d (mesh and sleeve) or its fast path port", c.LivenessPort, c.Port)
+	case c.IPAllocReclaimAfter < 0:
+		return fmt.Errorf("--ipalloc-reclaim-after: invalid value %s (want >= 0; 0 = off)", c.IPAllocReclaimAfter)
+	case c.IPAllocReclaimAfter > 0 && c.NoLiveness:
+		return errors.New("--ipalloc-reclaim-after: needs liveness (drop --no-liveness)")
+	case c.IPAllocReclaimAfter > 0 && c.IPAllocRange == "":
+		return errors.New("--ipalloc-reclaim-after: needs IPAM (--ipalloc-range)")
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDefaultConfig(t *testing.T) {
@@ -88,5 +89,28 @@ func TestValidateReportsEveryBadFlag(t *testing.T) {
 	err := c.Validate()
 	if err == nil || !strings.Contains(err.Error(), "--port") || !strings.Contains(err.Error(), "--log-level") {
 		t.Fatalf("want both --port and --log-level errors, got %v", err)
+	}
+}
+
+func TestLivenessFlagsValidated(t *testing.T) {
+	for _, tc := range []struct {
+		mod  func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.LivenessPort = 0 }, "--liveness-port: invalid value 0"},
+		{func(c *Config) { c.LivenessPort = c.Port }, "collides with --port"},
+		{func(c *Config) { c.IPAllocReclaimAfter = -time.Second }, "--ipalloc-reclaim-after: invalid value -1s"},
+		{func(c *Config) { c.IPAllocReclaimAfter, c.NoLiveness = time.Minute, true }, "needs liveness"},
+		{func(c *Config) { c.IPAllocReclaimAfter, c.IPAllocRange = time.Minute, "" }, "needs IPAM"},
+	} {
+		c := DefaultConfig(nil)
+		tc.mod(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("got %v, want an error containing %q", err, tc.want)
+		}
+	}
+	c := DefaultConfig(nil)
+	if c.LivenessPort != 6785 || c.NoLiveness || c.IPAllocReclaimAfter != 0 {
+		t.Fatalf("defaults: port %d, off %v, reclaim %v", c.LivenessPort, c.NoLiveness, c.IPAllocReclaimAfter)
 	}
 }

@@ -97,6 +97,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if err := d.startMesh(b); err != nil {
 		return err
 	}
+	if err := d.startLiveness(ctx, b); err != nil {
+		return err
+	}
 	d.runIPAMHousekeeping(ctx, b)
 	d.runDNSHousekeeping(ctx, b)
 	if err := d.startHTTP(b); err != nil {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"io"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -42,6 +43,12 @@ func WriteMetrics(w io.Writer, rep *Report) error {
 	b.WriteString("weave_flows 0\n")
 	if m := rep.IPAMMetrics; m != nil {
 		writeIPAMMetrics(&b, header, m)
+	}
+	if t := rep.LivenessTransitions; t != nil {
+		header("weave_liveness_transitions_total", "counter", "Number of times a peer entered a liveness state.")
+		for _, st := range slices.Sorted(maps.Keys(t)) {
+			fmt.Fprintf(&b, "weave_liveness_transitions_total{state=%q} %d\n", st, t[st])
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

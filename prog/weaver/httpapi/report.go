@@ -26,6 +26,9 @@ type Report struct {
 	// DNSSummary feeds the dns section of `weave status` and the
 	// weave_dns_entries gauge; nil with --no-dns.
 	DNSSummary *DNSSummary `json:"-"`
+	// LivenessTransitions counts peers entering each liveness state
+	// ("alive", "suspect", "dead"); nil with --no-liveness.
+	LivenessTransitions map[string]uint64 `json:"-"`
 }
 
 // DNSSummary is what the status text and metrics say about weaveDNS.
@@ -77,6 +80,18 @@ type RouterReport struct {
 	Interface          string
 	CaptureStats       CaptureStats
 	MACs               []MACReport
+	// Liveness is each peer's state as the liveness detector sees it, by
+	// peer name (ours; absent with --no-liveness).
+	Liveness map[string]PeerLiveness `json:",omitempty"`
+}
+
+// PeerLiveness is one peer's liveness (alive, suspect, dead) and since
+// when; For is the time since then, at report time.
+type PeerLiveness struct {
+	NickName string
+	State    string
+	Since    time.Time
+	For      time.Duration
 }
 
 // PeerReport is one peer of the topology.

@@ -3,8 +3,10 @@ package httpapi
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // The text formats below reproduce Weave Net 2.8.1's `weave status`
@@ -168,10 +170,15 @@ func attrString(attrs map[string]any) string {
 }
 
 // WritePeers writes GET /status/peers: each peer, then its connections.
+// With liveness on, each peer line also says whether the peer is alive,
+// suspect or dead and since when, and peers the mesh has forgotten but
+// liveness holds dead follow the list.
 func WritePeers(w io.Writer, r *RouterReport) error {
 	var b strings.Builder
+	listed := map[string]bool{}
 	for _, p := range r.Peers {
-		fmt.Fprintf(&b, "%s(%s)\n", p.Name, p.NickName)
+		listed[p.Name] = true
+		fmt.Fprintf(&b, "%s(%s)%s\n", p.Name, p.NickName, livenessSuffix(r.Liveness, p.Name))
 		for _, c := range p.Connections {
 			state := "pending"
 			if c.Established {
@@ -180,8 +187,22 @@ func WritePeers(w io.Writer, r *RouterReport) error {
 			fmt.Fprintf(&b, "   %s %-21v %-37v %s\n", arrow(c.Outbound), c.Address, c.Name+"("+c.NickName+")", state)
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(r.Liveness)) {
+		if !listed[name] {
+			fmt.Fprintf(&b, "%s(%s)%s\n", name, r.Liveness[name].NickName, livenessSuffix(r.Liveness, name))
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func livenessSuffix(l map[string]PeerLiveness, name string) string {
+	pl, ok := l[name]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("  %s since %s (%s)", pl.State, pl.Since.UTC().Format("2006-01-02 15:04:05 UTC"),
+		pl.For.Round(time.Second))
 }
 
 // WriteTargets writes GET /status/targets: one target per line.

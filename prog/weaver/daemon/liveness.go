@@ -1,0 +1,143 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	wmesh "github.com/weaveworks/mesh"
+
+	"github.com/seedf75a49c6/weave/ipam"
+	"github.com/seedf75a49c6/weave/liveness"
+	"github.com/seedf75a49c6/weave/prog/weaver/httpapi"
+)
+
+const reclaimCheckInterval = 5 * time.Second
+
+// startLiveness starts the memberlist failure detector (unless
+// --no-liveness): it joins the peers mesh knows, tells the router which
+// peers are dead, and, with --ipalloc-reclaim-after, reclaims their IPAM
+// space. Call after startMesh.
+func (d *daemon) startLiveness(ctx context.Context, b *backend) error {
+	c := d.cfg
+	if c.NoLiveness {
+		return nil
+	}
+	lc := liveness.Config{
+		Name: b.mesh.Ourself.Name.String(), BindAddr: c.Host, Port: c.LivenessPort,
+		AdvertiseAddr: advertiseAddr(c), Logger: d.log,
+		Seeds: liveness.MeshSeeds(b.mesh), OnChange: b.livenessChanged,
+	}
+	if c.Password != "" {
+		lc.Password = []byte(c.Password)
+	}
+	det, err := liveness.New(lc)
+	if err != nil {
+		return fmt.Errorf("start liveness (--liveness-port %d, or --no-liveness): %w", c.LivenessPort, err)
+	}
+	b.live.Store(det)
+	d.onStop(func() { _ = det.Close() })
+	if c.IPAllocReclaimAfter > 0 && b.ipam != nil {
+		r := liveness.NewReclaimer(reclaimConfig(c.IPAllocReclaimAfter, b), det)
+		d.spawn(func() { runReclaim(ctx, r) })
+	}
+	return nil
+}
+
+// advertiseAddr is --host, or else the source address towards the first
+// initial peer: the address that peer's mesh sees us at. With neither,
+// memberlist picks one of our private addresses.
+func advertiseAddr(c Config) string {
+	if c.Host != "" && c.Host != "0.0.0.0" {
+		return c.Host
+	}
+	for _, p := range c.Peers {
+		host := p
+		if h, _, err := net.SplitHostPort(p); err == nil {
+			host = h
+		}
+		conn, err := net.Dial("udp", net.JoinHostPort(host, strconv.Itoa(c.Port)))
+		if err != nil {
+			continue
+		}
+		ip := conn.LocalAddr().(*net.UDPAddr).IP.String()
+		_ = conn.Close()
+		return ip
+	}
+	return ""
+}
+
+func reclaimConfig(after time.Duration, b *backend) liveness.ReclaimConfig {
+	return liveness.ReclaimConfig{
+		After: after, Us: b.mesh.Ourself.Name.String(), Logger: b.log,
+		Holders: func() []string { return tokenHolders(b.ipam.Status()) },
+		MeshKnows: func(p string) bool {
+			name, err := wmesh.PeerNameFromString(p)
+			return err == nil && b.mesh.Peers.Fetch(name) != nil
+		},
+		Takeover: func(p string) error {
+			_, err := b.ipam.AdminTakeoverRanges(p)
+			return err
+		},
+	}
+}
+
+func tokenHolders(s ipam.Status) []string {
+	var out []string
+	for _, e := range s.Entries {
+		out = append(out, e.Peer)
+	}
+	return out
+}
+
+func runReclaim(ctx context.Context, r *liveness.Reclaimer) {
+	t := time.NewTicker(reclaimCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			r.Tick(now)
+		}
+	}
+}
+
+// livenessChanged feeds a transition to the router and remembers the
+// peer's nickname for status lines once mesh has forgotten it.
+func (b *backend) livenessChanged(c liveness.Change) {
+	name, err := wmesh.PeerNameFromString(c.Peer)
+	if err != nil {
+		return
+	}
+	if p := b.mesh.Peers.Fetch(name); p != nil {
+		b.nicks.Store(c.Peer, p.NickName)
+	}
+	switch c.To {
+	case liveness.Dead:
+		b.net.SetPeerDead(name, true)
+	case liveness.Alive:
+		b.net.SetPeerDead(name, false)
+	}
+}
+
+// addLiveness fills the report's liveness states and transition counts.
+func (b *backend) addLiveness(rep *httpapi.Report) {
+	det := b.live.Load()
+	if det == nil {
+		return
+	}
+	now := time.Now()
+	rep.Router.Liveness = map[string]httpapi.PeerLiveness{}
+	for _, s := range det.Peers() {
+		nick, _ := b.nicks.Load(s.Peer)
+		n, _ := nick.(string)
+		rep.Router.Liveness[s.Peer] = httpapi.PeerLiveness{NickName: n, State: s.State.String(), Since: s.Since, For: now.Sub(s.Since)}
+	}
+	rep.LivenessTransitions = map[string]uint64{}
+	for _, st := range []liveness.State{liveness.Alive, liveness.Suspect, liveness.Dead} {
+		rep.LivenessTransitions[st.String()] = det.Transitions(st)
+	}
+}
