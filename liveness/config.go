@@ -24,9 +24,9 @@ type Seed struct {
 // declared dead within a few seconds, while a peer losing a third of its
 // packets is refuted before its suspicion times out (docs/liveness.md).
 type Timing struct {
-	ProbeInterval  time.Duration // how often each peer probes one other; default 500ms
-	ProbeTimeout   time.Duration // direct probe round trip allowed; default 300ms
-	SuspicionMult  int           // suspicion timeout = mult * log10(n) * interval; default 4
+	ProbeInterval  time.Duration // how often each peer probes one other; default 400ms
+	ProbeTimeout   time.Duration // direct probe round trip allowed; default 200ms
+	SuspicionMult  int           // suspicion timeout = mult * log10(n) * interval; default 3
 	GossipInterval time.Duration // default 200ms
 	PollInterval   time.Duration // how often states are read from memberlist; default 100ms
 	JoinInterval   time.Duration // how often unjoined seeds are retried at first; default 2s
@@ -58,14 +58,14 @@ func (t *Timing) fill() {
 			*d = v
 		}
 	}
-	def(&t.ProbeInterval, 500*time.Millisecond)
-	def(&t.ProbeTimeout, 300*time.Millisecond)
+	def(&t.ProbeInterval, 400*time.Millisecond)
+	def(&t.ProbeTimeout, 200*time.Millisecond)
 	def(&t.GossipInterval, 200*time.Millisecond)
 	def(&t.PollInterval, 100*time.Millisecond)
 	def(&t.JoinInterval, 2*time.Second)
 	def(&t.JoinBackoffMax, 60*time.Second)
 	if t.SuspicionMult <= 0 {
-		t.SuspicionMult = 4
+		t.SuspicionMult = 3
 	}
 }
 
