@@ -186,8 +186,11 @@ func TestLivenessPartitionNoReclaim(t *testing.T) {
 	for _, m := range major {
 		ic.awaitLiveness(t, minor, m, "dead")
 	}
+	tick := time.NewTicker(time.Second) // the partition lasts a minute by design
+	defer tick.Stop()
 	for n := 0; time.Since(start) < time.Minute; n++ {
 		ic.attachAuto(1+n%5, fmt.Sprintf("p%d", n)) // alternately on both sides
+		<-tick.C
 	}
 	ic.partition(major, minor, false)
 	for i := 1; i <= 5; i++ {
@@ -196,6 +199,34 @@ func TestLivenessPartitionNoReclaim(t *testing.T) {
 	ic.awaitRingsAgree(t)
 	ic.requireDistinctAddresses(t)
 	ic.requireNoReclaim(t)
+	ic.checkReclaimOfDeadPeer(t)
+}
+
+// checkReclaimOfDeadPeer: h5 dies for good; after --ipalloc-reclaim-after
+// h1 (the lowest-named survivor) alone takes its space over.
+func (ic *ipamCluster) checkReclaimOfDeadPeer(t *testing.T) {
+	t.Helper()
+	ic.kill9(5)
+	dead := ic.awaitLiveness(t, []int{1}, 5, "dead")[1]
+	netnstest.WaitFor(t, 60*time.Second, "h5's space reclaimed", func() error {
+		out := ic.weave(1, "status", "ipam")
+		for _, s := range parseIPAMStatus(out) {
+			if s.peer == peerName(5) {
+				return fmt.Errorf("h1 still lists h5's share:\n%s", out)
+			}
+		}
+		return nil
+	})
+	t.Logf("h5's space reclaimed %v after it was declared dead (reclaim-after 15s)", time.Since(dead).Round(time.Second))
+	if d := time.Since(dead); d < 15*time.Second {
+		t.Fatalf("reclaimed %v after death, before --ipalloc-reclaim-after 15s", d)
+	}
+	for i := 2; i <= 4; i++ {
+		b, _ := os.ReadFile(filepath.Join(ic.host(i).RunDir, "weaver.log"))
+		if strings.Contains(string(b), "reclaimed IPAM space") {
+			t.Errorf("h%d reclaimed too; only h1 should", i)
+		}
+	}
 }
 
 func (ic *ipamCluster) partition(a, b []int, cut bool) {
