@@ -5,12 +5,35 @@ set -eu
 
 # command-on-PATH:debian-package
 NEEDED="ip:iproute2 iptables:iptables ping:iputils-ping tcpdump:tcpdump iperf3:iperf3 ethtool:ethtool killall:psmisc"
+# CNI tests (plugin/cni, test/e2e): podman 4.3 with runc, a static busybox
+# for the test image, nsenter; files below are checked by path.
+NEEDED="$NEEDED podman:podman runc:runc busybox:busybox-static nsenter:util-linux"
+NEEDED_FILES="/usr/lib/cni/portmap:containernetworking-plugins"
+
+# cnitool, the reference CNI client, goes into a cache dir outside the
+# repo: $WEAVE_TOOLS_BIN, else ${XDG_CACHE_HOME:-$HOME/.cache}/weave-tools/bin
+# (test/e2e looks there too).
+install_cnitool() {
+	bin=${WEAVE_TOOLS_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/weave-tools/bin}
+	[ -x "$bin/cnitool" ] && return 0
+	if ! command -v go >/dev/null 2>&1; then
+		echo "deps.sh: no go on PATH; cannot install cnitool (the CNI e2e test needs it)" >&2
+		return 0
+	fi
+	echo "deps.sh: installing cnitool into $bin"
+	mkdir -p "$bin"
+	GOBIN=$bin go install github.com/containernetworking/cni/cnitool@v1.3.0
+}
+install_cnitool
 
 missing=""
 for pair in $NEEDED; do
 	cmd=${pair%%:*}
 	pkg=${pair#*:}
 	command -v "$cmd" >/dev/null 2>&1 || missing="$missing $pkg"
+done
+for pair in $NEEDED_FILES; do
+	[ -e "${pair%%:*}" ] || missing="$missing ${pair#*:}"
 done
 [ -z "$missing" ] && exit 0
 

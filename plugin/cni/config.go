@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 
 	"github.com/containernetworking/cni/pkg/types"
 )
@@ -13,6 +14,8 @@ import (
 const (
 	DefaultBridge  = "weave"
 	DefaultDataDir = "/var/lib/cni/weave"
+	// DataDirEnv, when set, replaces DefaultDataDir for configs without dataDir.
+	DataDirEnv = "WEAVE_CNI_DATA_DIR"
 	// IPAMType is the type of our own IPAM plugin; weave-net serves it
 	// (and an empty ipam.type) itself, without executing it.
 	IPAMType = "weave-ipam"
@@ -71,7 +74,7 @@ func ParseNetConf(data []byte) (*NetConf, error) {
 		conf.Bridge = DefaultBridge
 	}
 	if conf.DataDir == "" {
-		conf.DataDir = DefaultDataDir
+		conf.DataDir = defaultDataDir()
 	}
 	if conf.IsGateway {
 		return nil, types.NewError(types.ErrUnsupportedField, `"isGateway": true is not supported by weave-net`,
@@ -81,16 +84,33 @@ func ParseNetConf(data []byte) (*NetConf, error) {
 		return nil, types.NewError(types.ErrUnsupportedField, `"ipMasq": true is not supported by weave-net`,
 			"masquerading is set up by the router for exposed subnets")
 	}
-	if conf.MTU < 0 || conf.MTU > 65535 {
-		return nil, invalidf("mtu", conf.MTU, "must be between 68 and 65535 (0 = the bridge's MTU)")
-	}
-	if conf.MTU != 0 && conf.MTU < 68 {
+	if conf.MTU != 0 && (conf.MTU < 68 || conf.MTU > 65535) {
 		return nil, invalidf("mtu", conf.MTU, "must be between 68 and 65535 (0 = the bridge's MTU)")
 	}
 	if err := conf.IPAM.parse(); err != nil {
 		return nil, err
 	}
 	return conf, nil
+}
+
+func defaultDataDir() string {
+	if d := os.Getenv(DataDirEnv); d != "" {
+		return d
+	}
+	return DefaultDataDir
+}
+
+// gcRequested reports whether a GC config names the valid attachments
+// (under the spec's key or libcni's older one). Without the list GC does
+// nothing rather than treat every attachment as stale.
+func gcRequested(data []byte) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil {
+		return false
+	}
+	_, ok := m["cni.dev/valid-attachments"]
+	_, old := m["cni.dev/attachments"]
+	return ok || old
 }
 
 // decode unmarshals data into v, mapping JSON errors to CNI errors.
@@ -107,7 +127,7 @@ func decode(data []byte, v any) error {
 			fmt.Sprintf("network config is not valid JSON (at byte %d): %v", syn.Offset, err), string(data))
 	case errors.As(err, &typ):
 		return types.NewError(types.ErrInvalidNetworkConfig,
-			fmt.Sprintf("network config field %q must be a %s, not a JSON %s", typ.Field, typ.Type, typ.Value), err.Error())
+			fmt.Sprintf("network config field %q has the wrong type: want %s, got a JSON %s", typ.Field, typ.Type, typ.Value), err.Error())
 	}
 	return types.NewError(types.ErrDecodingFailure, "decode network config: "+err.Error(), string(data))
 }

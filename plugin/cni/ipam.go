@@ -30,7 +30,7 @@ func parseIPAMConf(data []byte) (*ipamConf, error) {
 		return nil, err
 	}
 	if conf.IPAM.DataDir == "" {
-		conf.IPAM.DataDir = DefaultDataDir
+		conf.IPAM.DataDir = defaultDataDir()
 	}
 	return conf, nil
 }
@@ -114,6 +114,9 @@ func (p *Plugin) ipamGC(args *skel.CmdArgs) error {
 	conf, err := parseIPAMConf(args.StdinData)
 	if err != nil {
 		return err
+	}
+	if !gcRequested(args.StdinData) {
+		return nil
 	}
 	ctx, cancel := p.context()
 	defer cancel()

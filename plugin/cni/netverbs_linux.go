@@ -186,6 +186,10 @@ func (p *Plugin) netGC(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	if !gcRequested(args.StdinData) {
+		fmt.Fprintln(stderr, "weave-net: GC without cni.dev/valid-attachments: nothing released")
+		return nil
+	}
 	ctx, cancel := p.context()
 	defer cancel()
 	err = p.gc(ctx, newStore(conf.DataDir, netPluginName, conf.Name), conf.PluginConf.ValidAttachments)
