@@ -15,6 +15,11 @@ const (
 	// "fastdp": Weave's fastdp accepts any source VNI through ODP, ours
 	// only the VNIs of direct peers, so mixed links must pick sleeve.
 	OverlayName = "vxlan"
+	// DisplayName is what people and dashboards see for this path: the
+	// connection's overlay in `weave status connections`, the type label of
+	// weave_connections and the report's OverlayDiagnostics key, as Weave
+	// names its fast datapath. Negotiation never uses it (docs/fastdp.md).
+	DisplayName = "fastdp"
 	// DefaultPort is the VXLAN UDP port (mesh port 6783 + 1).
 	DefaultPort = 6784
 	// DefaultBridge is the bridge the vxw devices join.

@@ -1,5 +1,6 @@
-// Package fastdp is the kernel fast data path: a router.Overlay named
-// "vxlan" that carries unicast frames between peers through plain Linux
+// Package fastdp is the kernel fast data path: a router.Overlay shown as
+// "fastdp" (as Weave's) and negotiated in the Overlays feature as "vxlan"
+// (so Weave peers never pick it), that carries unicast frames between peers through plain Linux
 // VXLAN devices enslaved to the weave bridge, so that frames between
 // containers on fast-path peers never visit userspace.
 //

@@ -203,7 +203,7 @@ func (f *forwarder) post(ev event) {
 
 // Attrs implements mesh.OverlayConnection.
 func (f *forwarder) Attrs() map[string]any {
-	return map[string]any{"name": OverlayName, "mtu": f.o.cfg.MTU}
+	return map[string]any{"name": DisplayName, "mtu": f.o.cfg.MTU}
 }
 
 // FallbackReason returns why the link is not usable, or "" when it is.

@@ -96,6 +96,10 @@ func (o *Overlay) MTU() int { return o.cfg.MTU }
 // Name implements router.Overlay.
 func (o *Overlay) Name() string { return OverlayName }
 
+// DisplayName implements router.DisplayNamer: "fastdp" in status,
+// report and metrics.
+func (o *Overlay) DisplayName() string { return DisplayName }
+
 // PrepareConnection implements router.Overlay. It refuses (the switch
 // then uses sleeve and shows the error as the fallback reason) when the
 // overlay is disabled, the link is encrypted, or either end lacks an IPv4

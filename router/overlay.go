@@ -35,6 +35,22 @@ type Overlay interface {
 	Stop()
 }
 
+// DisplayNamer may be implemented by an Overlay whose name in status
+// texts, the report and metrics differs from the name it negotiates in the
+// Overlays feature (fastdp: shown as Weave shows its fast datapath,
+// negotiated under a name of our own so mixed links never pick it).
+type DisplayNamer interface {
+	DisplayName() string
+}
+
+// displayName is what people see for o.
+func displayName(o Overlay) string {
+	if d, ok := o.(DisplayNamer); ok {
+		return d.DisplayName()
+	}
+	return o.Name()
+}
+
 // Forwarder carries frames to one remote peer over one overlay.
 type Forwarder interface {
 	mesh.OverlayConnection

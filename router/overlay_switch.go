@@ -99,7 +99,7 @@ func (s *OverlaySwitch) PrepareConnection(params mesh.OverlayConnectionParams) (
 	reasons := make([]string, len(common))
 	prepared := 0
 	for i, o := range common {
-		names[i] = o.Name()
+		names[i] = displayName(o)
 		p := params
 		p.SendControlMessage = wrapControl(byte(i), params.SendControlMessage)
 		fwd, err := o.PrepareConnection(p)
@@ -130,7 +130,7 @@ func (s *OverlaySwitch) prepareCompat(params mesh.OverlayConnectionParams) (mesh
 			return nil, fmt.Errorf("prepare compat connection to %s: %w", remoteStr, err)
 		}
 		return newSwitchForwarder(s, params.RemotePeer.Name, remoteStr,
-			[]string{o.Name()}, []Forwarder{fwd}, true), nil
+			[]string{displayName(o)}, []Forwarder{fwd}, true), nil
 	}
 	return nil, fmt.Errorf("prepare connection to %s: peer has no Overlays feature and we have no %q overlay: %w",
 		remoteStr, compatOverlayName, ErrNoCommonOverlay)
@@ -168,11 +168,12 @@ func wrapControl(index byte, send func(byte, []byte) error) func(byte, []byte) e
 	}
 }
 
-// Diagnostics implements mesh.Overlay: each overlay's diagnostics by name.
+// Diagnostics implements mesh.Overlay: each overlay's diagnostics by its
+// display name (the report's OverlayDiagnostics keys, "fastdp" as Weave's).
 func (s *OverlaySwitch) Diagnostics() any {
 	out := make(map[string]any, len(s.overlays))
 	for _, o := range s.overlays {
-		out[o.Name()] = o.Diagnostics()
+		out[displayName(o)] = o.Diagnostics()
 	}
 	return out
 }

@@ -29,7 +29,7 @@ type SwitchForwarder struct {
 	peer    mesh.PeerName
 	peerStr string
 	compat  bool        // legacy peer: one sleeve sub, raw control tags
-	names   []string    // overlay names, aligned with subs
+	names   []string    // overlay display names, aligned with subs
 	subs    []Forwarder // nil where the overlay failed to prepare
 
 	// order is the hot-path candidate list: best first, then the later

@@ -71,7 +71,7 @@ func (cl *cluster) waitLink(i, j int, what string, cond func(linkState) bool) li
 	return st
 }
 
-func onVXLAN(st linkState) bool { return st.overlay == "vxlan" && st.fallback == "" }
+func onVXLAN(st linkState) bool { return st.overlay == "fastdp" && st.fallback == "" }
 
 // blockVXLAN drops (or, with on=false, stops dropping) UDP 6784 arriving
 // at host i.

@@ -75,7 +75,7 @@ func TestFastDPFallbackAndRecovery(t *testing.T) {
 	cl.blockVXLAN(2, true)
 	for _, p := range [][2]int{{1, 2}, {2, 1}} {
 		st := cl.waitLink(p[0], p[1], "falls back to sleeve", func(st linkState) bool {
-			return st.overlay == "sleeve" && strings.HasPrefix(st.fallback, "vxlan(")
+			return st.overlay == "sleeve" && strings.HasPrefix(st.fallback, "fastdp(")
 		})
 		t.Logf("h%d->h%d while blocked: fallback=%s", p[0], p[1], st.fallback)
 	}
