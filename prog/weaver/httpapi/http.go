@@ -69,7 +69,7 @@ func NewAPIHandler(cfg APIConfig) http.Handler {
 	mux.HandleFunc("GET /status/ipam", a.statusIPAM)
 	mux.HandleFunc("GET /status/dns", a.statusDNS)
 	mux.HandleFunc("GET /report", a.report)
-	mux.HandleFunc("GET /metrics", a.metrics)
+	mux.Handle("GET /metrics", NewMetricsHandler(cfg.Backend.Report))
 	if !cfg.ReadOnly && cfg.IPAMHandler != nil {
 		for _, p := range []string{"/ip", "/ip/", "/ipinfo/", "GET /ring", "DELETE /peer/{id}"} {
 			mux.Handle(p, cfg.IPAMHandler)
@@ -226,14 +226,6 @@ func (a *api) reportTemplate(w http.ResponseWriter, format string, rep *Report) 
 		return
 	}
 	writeText(w, http.StatusOK, b.String())
-}
-
-func (a *api) metrics(w http.ResponseWriter, r *http.Request) {
-	rep := a.cfg.Backend.Report()
-	var b bytes.Buffer
-	_ = WriteMetrics(&b, &rep)
-	w.Header().Set("Content-Type", MetricsContentType)
-	_, _ = w.Write(b.Bytes())
 }
 
 func (a *api) parseForm(w http.ResponseWriter, r *http.Request) bool {

@@ -3,102 +3,166 @@ package httpapi
 import (
 	"fmt"
 	"io"
-	"maps"
+	"net/http"
 	"runtime"
-	"slices"
-	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 )
 
-// MetricsContentType is the Prometheus text exposition format 0.0.4.
-const MetricsContentType = "text/plain; version=0.0.4; charset=utf-8"
+// The weave_* families of Weave Net 2.8.1's /metrics, with its names, help
+// texts and labels.
+var (
+	descConnections = prometheus.NewDesc("weave_connections", "Number of peer-to-peer connections.",
+		[]string{"state", "type", "encryption"}, nil)
+	descTerminations = prometheus.NewDesc("weave_connection_terminations_total",
+		"Number of peer-to-peer connections terminated.", nil, nil)
+	descIPs          = prometheus.NewDesc("weave_ips", "Number of IP addresses.", []string{"state"}, nil)
+	descMaxIPs       = prometheus.NewDesc("weave_max_ips", "Size of IP address space used by allocator.", nil, nil)
+	descDNSEntries   = prometheus.NewDesc("weave_dns_entries", "Number of DNS entries.", nil, nil)
+	descFlows        = prometheus.NewDesc("weave_flows", "Number of FastDP flows.", nil, nil)
+	descUnreachCount = prometheus.NewDesc("weave_ipam_unreachable_count", "Number of unreachable peers.", nil, nil)
+	descUnreachPct   = prometheus.NewDesc("weave_ipam_unreachable_percentage",
+		"Percentage of IP addresses owned  by unreachable peers.", nil, nil)
+	descPendingAllocates = prometheus.NewDesc("weave_ipam_pending_allocates", "Number of pending allocates.", nil, nil)
+	descPendingClaims    = prometheus.NewDesc("weave_ipam_pending_claims", "Number of pending claims.", nil, nil)
+	// Ours (liveness detector), not in 2.8.1.
+	descLiveness = prometheus.NewDesc("weave_liveness_transitions_total",
+		"Number of times a peer entered a liveness state.", []string{"state"}, nil)
+)
 
-type connKey struct{ encryption, state, typ string }
+// NewMetricsHandler serves /metrics through client_golang: the Go runtime
+// and process collectors (the go_* and process_* families 2.8.1 serves
+// from the default registry) and the weave_* families, computed from a
+// fresh report at each scrape. Each handler has its own registry.
+func NewMetricsHandler(report func() Report) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		legacyMemStats{},
+		reportCollector(report),
+	)
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
 
-// WriteMetrics writes the Prometheus text exposition of the report. It
-// has the weave_* series of Weave Net 2.8.1's /metrics (the IPAM and DNS
-// gauges only when those subsystems report) and never dereferences a
-// missing subsystem. Label sets appear only for combinations that exist.
-func WriteMetrics(w io.Writer, rep *Report) error {
-	var b strings.Builder
-	header := func(name, typ, help string) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+// reportCollector is the weave_* collector.
+type reportCollector func() Report
+
+// Describe implements prometheus.Collector.
+func (reportCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descConnections, descTerminations, descIPs, descMaxIPs, descDNSEntries,
+		descFlows, descUnreachCount, descUnreachPct, descPendingAllocates, descPendingClaims, descLiveness} {
+		ch <- d
 	}
-	header("go_goroutines", "gauge", "Number of goroutines that currently exist.")
-	fmt.Fprintf(&b, "go_goroutines %d\n", runtime.NumGoroutine())
-	header("go_info", "gauge", "Information about the Go environment.")
-	fmt.Fprintf(&b, "go_info{version=%q} 1\n", runtime.Version())
+}
 
-	header("weave_connection_terminations_total", "counter", "Number of peer-to-peer connections terminated.")
-	fmt.Fprintf(&b, "weave_connection_terminations_total %d\n", rep.Router.TerminationCount)
-	header("weave_connections", "gauge", "Number of peer-to-peer connections.")
-	for _, kv := range connectionSeries(rep.Router.Connections) {
-		fmt.Fprintf(&b, "weave_connections{encryption=%q,state=%q,type=%q} %d\n",
-			kv.key.encryption, kv.key.state, kv.key.typ, kv.n)
+// Collect implements prometheus.Collector. Like 2.8.1 it writes the IPAM
+// gauges only with IPAM on, weave_dns_entries only with DNS on and
+// weave_flows only with the fast datapath; unlike 2.8.1 it never
+// dereferences a subsystem that is off.
+func (c reportCollector) Collect(ch chan<- prometheus.Metric) {
+	rep := c()
+	collectConnections(ch, rep.Router.Connections)
+	ch <- prometheus.MustNewConstMetric(descTerminations, prometheus.CounterValue, float64(rep.Router.TerminationCount))
+	if diags, ok := rep.Router.OverlayDiagnostics.(map[string]any); ok && diags["fastdp"] != nil {
+		ch <- gauge(descFlows, 0) // no ODP flows: the kernel bridge forwards (docs/fastdp.md)
 	}
 	if d := rep.DNSSummary; d != nil {
-		header("weave_dns_entries", "gauge", "Number of live DNS entries this peer originates.")
-		fmt.Fprintf(&b, "weave_dns_entries %d\n", d.OwnEntries)
+		ch <- gauge(descDNSEntries, float64(d.OwnEntries))
 	}
-	header("weave_flows", "gauge", "Number of flows in the kernel datapath (fast datapath only).")
-	b.WriteString("weave_flows 0\n")
 	if m := rep.IPAMMetrics; m != nil {
-		writeIPAMMetrics(&b, header, m)
+		ch <- gauge(descIPs, float64(m.LocalUsed), "local-used")
+		ch <- gauge(descMaxIPs, float64(m.MaxIPs))
+		ch <- gauge(descUnreachCount, float64(m.UnreachableCount))
+		ch <- gauge(descUnreachPct, m.UnreachablePercent)
+		ch <- gauge(descPendingAllocates, float64(m.PendingAllocates))
+		ch <- gauge(descPendingClaims, float64(m.PendingClaims))
 	}
-	if t := rep.LivenessTransitions; t != nil {
-		header("weave_liveness_transitions_total", "counter", "Number of times a peer entered a liveness state.")
-		for _, st := range slices.Sorted(maps.Keys(t)) {
-			fmt.Fprintf(&b, "weave_liveness_transitions_total{state=%q} %d\n", st, t[st])
+	for st, n := range rep.LivenessTransitions {
+		ch <- prometheus.MustNewConstMetric(descLiveness, prometheus.CounterValue, float64(n), st)
+	}
+}
+
+// WriteMetrics writes the weave_* families of rep in the Prometheus text
+// format (what /metrics serves after the runtime families).
+func WriteMetrics(w io.Writer, rep *Report) error {
+	reg := prometheus.NewRegistry()
+	r := *rep
+	if err := reg.Register(reportCollector(func() Report { return r })); err != nil {
+		return fmt.Errorf("register weave metrics: %w", err)
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		return fmt.Errorf("gather weave metrics: %w", err)
+	}
+	for _, f := range fams {
+		if _, err := expfmt.MetricFamilyToText(w, f); err != nil {
+			return fmt.Errorf("write metric %s: %w", f.GetName(), err)
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return nil
 }
 
-type connCount struct {
-	key connKey
-	n   int
+func gauge(d *prometheus.Desc, v float64, labels ...string) prometheus.Metric {
+	return prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 }
 
-func connectionSeries(conns []ConnectionReport) []connCount {
-	counts := map[connKey]int{}
+// connType is a (state, type) pair of weave_connections.
+type connType struct{ state, typ string }
+
+// collectConnections writes, as 2.8.1 does, two series for every (state,
+// type) that has a connection: encryption="yes" and encryption="", each
+// possibly 0. Type is the overlay's display name ("fastdp", "sleeve"), or
+// "unknown" for targets without a connection.
+func collectConnections(ch chan<- prometheus.Metric, conns []ConnectionReport) {
+	counts := map[connType]*[2]int{} // [unencrypted, encrypted]
+	var order []connType
 	for _, c := range conns {
-		counts[connectionKey(c)]++
+		k := connType{state: c.State, typ: "unknown"}
+		if name, ok := c.Attrs["name"].(string); ok && name != "" {
+			k.typ = name
+		}
+		if counts[k] == nil {
+			counts[k] = &[2]int{}
+			order = append(order, k)
+		}
+		if enc, ok := c.Attrs["encrypted"].(bool); ok && enc {
+			counts[k][1]++
+		} else {
+			counts[k][0]++
+		}
 	}
-	out := make([]connCount, 0, len(counts))
-	for k, n := range counts {
-		out = append(out, connCount{k, n})
+	for _, k := range order {
+		ch <- gauge(descConnections, float64(counts[k][1]), k.state, k.typ, "yes")
+		ch <- gauge(descConnections, float64(counts[k][0]), k.state, k.typ, "")
 	}
-	slices.SortFunc(out, func(a, b connCount) int {
-		return strings.Compare(a.key.encryption+"\x00"+a.key.state+"\x00"+a.key.typ,
-			b.key.encryption+"\x00"+b.key.state+"\x00"+b.key.typ)
-	})
-	return out
 }
 
-// connectionKey labels a connection like Weave: type is the overlay name
-// ("unknown" for targets without one), encryption is "yes" or "".
-func connectionKey(c ConnectionReport) connKey {
-	k := connKey{state: c.State, typ: "unknown"}
-	if name, ok := c.Attrs["name"].(string); ok && name != "" {
-		k.typ = name
-	}
-	if enc, ok := c.Attrs["encrypted"].(bool); ok && enc {
-		k.encryption = "yes"
-	}
-	return k
+// Two go_memstats families that 2.8.1's client_golang served and today's
+// Go collector dropped; dashboards built on 2.8.1 may still graph them.
+var (
+	descLookups = prometheus.NewDesc("go_memstats_lookups_total",
+		"Total number of pointer lookups.", nil, nil)
+	descGCCPUFraction = prometheus.NewDesc("go_memstats_gc_cpu_fraction",
+		"The fraction of this program's available CPU time used by the GC since the program started.", nil, nil)
+)
+
+// legacyMemStats collects them from runtime.MemStats.
+type legacyMemStats struct{}
+
+// Describe implements prometheus.Collector.
+func (legacyMemStats) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descLookups
+	ch <- descGCCPUFraction
 }
 
-func writeIPAMMetrics(b *strings.Builder, header func(name, typ, help string), m *IPAMMetrics) {
-	header("weave_ipam_pending_allocates", "gauge", "Number of pending allocates.")
-	fmt.Fprintf(b, "weave_ipam_pending_allocates %d\n", m.PendingAllocates)
-	header("weave_ipam_pending_claims", "gauge", "Number of pending claims.")
-	fmt.Fprintf(b, "weave_ipam_pending_claims %d\n", m.PendingClaims)
-	header("weave_ipam_unreachable_count", "gauge", "Number of unreachable peers.")
-	fmt.Fprintf(b, "weave_ipam_unreachable_count %d\n", m.UnreachableCount)
-	header("weave_ipam_unreachable_percentage", "gauge", "Percentage of IP addresses owned  by unreachable peers.")
-	fmt.Fprintf(b, "weave_ipam_unreachable_percentage %g\n", m.UnreachablePercent)
-	header("weave_ips", "gauge", "Number of IP addresses.")
-	fmt.Fprintf(b, "weave_ips{state=\"local-used\"} %d\n", m.LocalUsed)
-	header("weave_max_ips", "gauge", "Size of IP address space used by allocator.")
-	fmt.Fprintf(b, "weave_max_ips %d\n", m.MaxIPs)
+// Collect implements prometheus.Collector.
+func (legacyMemStats) Collect(ch chan<- prometheus.Metric) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	ch <- prometheus.MustNewConstMetric(descLookups, prometheus.CounterValue, float64(ms.Lookups))
+	ch <- gauge(descGCCPUFraction, ms.GCCPUFraction)
 }
