@@ -94,9 +94,14 @@ func (x *host) add(l *libcni.NetworkConfigList, rt *libcni.RuntimeConf) *current
 	if err != nil {
 		x.t.Fatalf("ADD %s (cniVersion %s): %v", rt.ContainerID, l.CNIVersion, err)
 	}
+	return x.convert(res)
+}
+
+func (x *host) convert(res types.Result) *current.Result {
+	x.t.Helper()
 	cur, err := current.NewResultFromResult(res)
 	if err != nil {
-		x.t.Fatalf("convert result of ADD %s: %v", rt.ContainerID, err)
+		x.t.Fatalf("convert result: %v", err)
 	}
 	return cur
 }
