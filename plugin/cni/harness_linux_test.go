@@ -94,6 +94,9 @@ func (x *host) add(l *libcni.NetworkConfigList, rt *libcni.RuntimeConf) *current
 	if err != nil {
 		x.t.Fatalf("ADD %s (cniVersion %s): %v", rt.ContainerID, l.CNIVersion, err)
 	}
+	if res.Version() != l.CNIVersion {
+		x.t.Fatalf("ADD at %s returned a %s result", l.CNIVersion, res.Version())
+	}
 	return x.convert(res)
 }
 

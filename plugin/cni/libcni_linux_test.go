@@ -263,10 +263,13 @@ func TestErrorsLeakNothing(t *testing.T) {
 func TestSubnetExposesBridge(t *testing.T) {
 	netnstest.RequireTools(t, "ping")
 	x := newHost(t)
-	l := x.conflist("1.0.0", `"hairpinMode": false, "mtu": 1400, "ipam": {"subnet": "10.40.7.0/24"}`)
+	l := x.conflist("1.0.0", `"hairpinMode": false, "mtu": 1400, "ipam": {"subnet": "10.40.7.0/24"}, "dns": {"nameservers": ["10.40.7.53"], "search": ["weave.local"]}`)
 	c, rt := x.container()
 	res := x.add(l, rt)
 	addr, gw := res.IPs[0].Address.String(), res.IPs[0].Gateway.String()
+	if len(res.DNS.Nameservers) != 1 || res.DNS.Nameservers[0] != "10.40.7.53" || len(res.DNS.Search) != 1 {
+		t.Errorf("result dns %+v, want the config's", res.DNS)
+	}
 	if !strings.HasPrefix(addr, "10.40.7.") || !strings.HasPrefix(gw, "10.40.7.") {
 		t.Fatalf("address %s via %s, want both in 10.40.7.0/24", addr, gw)
 	}
