@@ -3,3 +3,7 @@
 package mesh
 
 func runEMFILEChild(string) {}
+
+const attackChildEnv = "WEAVE_MESH_ATTACK_CHILD"
+
+func runAttackChild(string) {}

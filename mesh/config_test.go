@@ -8,18 +8,6 @@ import (
 	wmesh "github.com/weaveworks/mesh"
 )
 
-// skipUnderRace skips tests that run real mesh Routers when the race
-// detector is on: the library races internally, so -race fails such tests
-// no matter what our code does.
-func skipUnderRace(t *testing.T) {
-	t.Helper()
-	if raceEnabled {
-		t.Skip("SKIPPING under -race: github.com/weaveworks/mesh@58dbcc3 has data races of its own " +
-			"(connection.go:122 vs :358, peer.go:65 vs peers.go:531, status.go:44 vs connection_maker.go:194); " +
-			"run `go test ./mesh/` without -race to exercise live routers")
-	}
-}
-
 func TestCheckRouterConfig(t *testing.T) {
 	zero := time.Duration(0)
 	good := wmesh.Config{Host: "127.0.0.1", Port: 6783, ConnLimit: 200, ProtocolMinVersion: 1}

@@ -54,9 +54,7 @@ func tryStartRouter(t *testing.T, name, nick string, password []byte) (tr *testR
 		}
 	}()
 	r.Start()
-	// Stop only stops the overlay; the library has no way to close its
-	// listener or connections (router.go Stop), so they live until the
-	// test binary exits.
+	// The patched Stop closes the listener and the connections.
 	t.Cleanup(func() { _ = r.Stop() })
 	return &testRouter{Router: r, port: port, log: sink}
 }
@@ -98,7 +96,6 @@ func establishedTo(r *testRouter, addr string) bool {
 }
 
 func TestInteropTwoRoutersConnect(t *testing.T) {
-	skipUnderRace(t)
 	for _, pw := range [][]byte{nil, []byte("vector-secret")} {
 		t.Run(fmt.Sprintf("password=%v", pw != nil), func(t *testing.T) {
 			a := startRouter(t, "02:00:00:00:0a:01", "a", pw)
@@ -121,7 +118,6 @@ func TestInteropTwoRoutersConnect(t *testing.T) {
 }
 
 func TestInteropWrongPasswordNeverEstablishes(t *testing.T) {
-	skipUnderRace(t)
 	a := startRouter(t, "02:00:00:00:0b:01", "a", []byte("right"))
 	b := startRouter(t, "02:00:00:00:0b:02", "b", []byte("wrong"))
 	c := startRouter(t, "02:00:00:00:0b:03", "c", nil) // no password at all
@@ -168,7 +164,6 @@ func targetError(r *testRouter, addr, text string) bool {
 // the other fails its handshake with "peer names collision". Our Logger
 // adapter must report both at WARN.
 func TestInteropNameCollisionIsWarned(t *testing.T) {
-	skipUnderRace(t)
 	const shared = "02:00:00:00:0c:01"
 	twin1 := startRouter(t, shared, "twin1", nil)
 	twin2 := startRouter(t, shared, "twin2", nil)

@@ -14,11 +14,13 @@ import (
 	wmesh "github.com/weaveworks/mesh"
 )
 
-// TestAcceptLoopSpinsOnEMFILE documents router.go listenTCP: when Accept
-// fails (here EMFILE under a low RLIMIT_NOFILE) the loop logs and retries
-// at once, skipping the accept limiter, so it spins and floods the log.
-// The router runs in a child process with a file limit of 48.
-func TestAcceptLoopSpinsOnEMFILE(t *testing.T) {
+// TestAcceptLoopBacksOffOnEMFILE: when Accept fails (here EMFILE under a
+// low RLIMIT_NOFILE) the library's loop logged and retried at once, so it
+// spun and flooded the log (>= 1000 lines in 2 s). The patched loop backs
+// off (5 ms doubling to 1 s) through the rate-limited log. The router runs
+// in a child process with a file limit of 48; the connections come from
+// distinct addresses so the per-source limits do not refuse them first.
+func TestAcceptLoopBacksOffOnEMFILE(t *testing.T) {
 	port := freePort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -30,7 +32,7 @@ func TestAcceptLoopSpinsOnEMFILE(t *testing.T) {
 		}
 	}()
 	for range 80 { // more than the child's fd limit; the kernel backlog takes the rest
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 5*time.Second)
+		c, err := dialFrom(randomLoopback(t), fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
 			break
 		}
@@ -44,8 +46,8 @@ func TestAcceptLoopSpinsOnEMFILE(t *testing.T) {
 		t.Fatalf("child: %v\n%s", err, tail(stderr.String(), 2000))
 	}
 	t.Logf("accept loop logged EMFILE %d times within the child's 2 s life", n)
-	if n < 1000 {
-		t.Errorf("expected the accept loop to spin (>= 1000 EMFILE lines), got %d", n)
+	if n < 1 || n > 20 {
+		t.Errorf("want between 1 and 20 EMFILE lines (backoff, rate-limited log), got %d", n)
 	}
 }
 

@@ -35,6 +35,9 @@ func TestMain(m *testing.M) {
 	if port := os.Getenv(panicChildEnv); port != "" {
 		runPanicChild(port)
 	}
+	if port := os.Getenv(attackChildEnv); port != "" {
+		runAttackChild(port)
+	}
 	os.Exit(m.Run())
 }
 

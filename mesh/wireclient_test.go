@@ -125,7 +125,6 @@ func (w *wireClient) introduce(name wmesh.PeerName, nick string) map[string]stri
 // topology gossip, and sends our own topology gossip, which the router
 // must accept and apply.
 func TestWireClientInteropsWithLiveRouter(t *testing.T) {
-	skipUnderRace(t)
 	for i, pw := range [][]byte{nil, []byte("vector-secret")} {
 		router := startRouter(t, "02:00:00:00:0f:0"+string(rune('1'+i)), "live", pw)
 		ours := mustName(t, "02:00:00:00:0f:1"+string(rune('1'+i)))
@@ -204,7 +203,6 @@ func (w *wireClient) sendTopology(ours wmesh.PeerName, router *testRouter) {
 // TestWireClientWrongNoncePolarity checks that the nonce polarity bit is
 // load-bearing: sealing as the accepting side makes the router refuse.
 func TestWireClientWrongNoncePolarity(t *testing.T) {
-	skipUnderRace(t)
 	router := startRouter(t, "02:00:00:00:0f:21", "live", []byte("pw"))
 	w := dialWire(t, router.addr(), []byte("pw"), mustName(t, "02:00:00:00:0f:22"), true)
 	f, err := EncodeFeatures(map[string]string{"PeerNameFlavour": "mac"})

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/seedf75a49c6/weave/internal/netnstest"
@@ -39,6 +40,9 @@ func buildAll(dir string) error {
 	if err != nil {
 		return err
 	}
+	if err := usePatchedMesh(root); err != nil {
+		return err
+	}
 	build.weave = filepath.Join(dir, "weave")
 	build.helpers = filepath.Join(dir, "helpers")
 	build.helperErr = goBuild(root, build.helpers, "./test/e2e/mcast", "./test/e2e/junk")
@@ -53,6 +57,20 @@ func buildAll(dir string) error {
 		return fmt.Errorf("copy weave script: %w", err)
 	}
 	return nil
+}
+
+// usePatchedMesh makes the go builds below use weave's patch of
+// github.com/weaveworks/mesh, as make does: mesh/patches/apply.sh writes
+// the workspace file, which GOWORK names (docs/mesh-patch.md).
+func usePatchedMesh(root string) error {
+	cmd := exec.Command("sh", "mesh/patches/apply.sh")
+	cmd.Dir = root
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("apply the mesh patch: %w", err)
+	}
+	return os.Setenv("GOWORK", strings.TrimSpace(string(out)))
 }
 
 // goBuild runs `go build -o outDir/ pkgs...` in the module root.

@@ -50,18 +50,8 @@ func PeerName(i int) mesh.PeerName {
 
 // New starts n peers (not yet connected). Everything is stopped in
 // tb.Cleanup.
-//
-// Under -race New skips the test: github.com/weaveworks/mesh@58dbcc3 has
-// data races of its own (LocalConnection.established read by topology
-// encoding, Peer fields written by applyDecodedUpdate while logged), so
-// the race detector would fail every multi-peer test regardless of our
-// code. Run harness tests without -race; the router's own concurrency is
-// race-tested with static routes in package router.
 func New(tb testing.TB, n int, opts Options) *Sim {
 	tb.Helper()
-	if raceEnabled {
-		tb.Skip("SKIPPING: meshsim uses real github.com/weaveworks/mesh routers, which race internally; run without -race")
-	}
 	if opts.OverlayName == "" {
 		opts.OverlayName = "sleeve"
 	}
