@@ -215,17 +215,12 @@ var templateFuncs = template.FuncMap{
 }
 
 func (a *api) reportTemplate(w http.ResponseWriter, format string, rep *Report) {
-	tmpl, err := template.New("format").Funcs(templateFuncs).Parse(format)
+	out, err := runReportTemplate(format, rep)
 	if err != nil {
-		writeText(w, http.StatusBadRequest, "invalid format template: "+oneLine(err.Error())+"\n")
+		writeText(w, http.StatusBadRequest, oneLine(err.Error())+"\n")
 		return
 	}
-	var b bytes.Buffer
-	if err := tmpl.Execute(&b, rep); err != nil {
-		writeText(w, http.StatusBadRequest, "format template failed: "+oneLine(err.Error())+"\n")
-		return
-	}
-	writeText(w, http.StatusOK, b.String())
+	writeText(w, http.StatusOK, string(out))
 }
 
 func (a *api) parseForm(w http.ResponseWriter, r *http.Request) bool {
