@@ -9,6 +9,13 @@ import (
 	"github.com/moby/moby/client"
 )
 
+// EngineClient is the part of the Docker client the plugin uses.
+type EngineClient interface {
+	NetworkInspect(ctx context.Context, id string, o client.NetworkInspectOptions) (client.NetworkInspectResult, error)
+	NetworkCreate(ctx context.Context, name string, o client.NetworkCreateOptions) (client.NetworkCreateResult, error)
+	NetworkRemove(ctx context.Context, id string, o client.NetworkRemoveOptions) (client.NetworkRemoveResult, error)
+}
+
 // NewClient connects to the Docker engine at host (unix:///var/run/docker.sock,
 // tcp://..., as --docker-api takes it), negotiating the API version so the
 // engines of older hosts (20.10 speaks 1.41) work.
@@ -24,7 +31,7 @@ func NewClient(host string) (*client.Client, error) {
 // weavemesh, multicast on), as Weave 2.8.1 does at launch, unless a
 // network of that name exists. It must run while the plugin serves: dockerd
 // calls it back during the create.
-func EnsureNetwork(ctx context.Context, api client.APIClient, name string) (created bool, err error) {
+func EnsureNetwork(ctx context.Context, api EngineClient, name string) (created bool, err error) {
 	res, err := api.NetworkInspect(ctx, name, client.NetworkInspectOptions{})
 	switch {
 	case err == nil:
@@ -47,7 +54,7 @@ func EnsureNetwork(ctx context.Context, api client.APIClient, name string) (crea
 }
 
 // RemoveNetwork removes the Docker network name; a missing one is fine.
-func RemoveNetwork(ctx context.Context, api client.APIClient, name string) (removed bool, err error) {
+func RemoveNetwork(ctx context.Context, api EngineClient, name string) (removed bool, err error) {
 	_, err = api.NetworkRemove(ctx, name, client.NetworkRemoveOptions{})
 	switch {
 	case err == nil:

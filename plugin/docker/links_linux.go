@@ -3,9 +3,11 @@
 package docker
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 
 	"github.com/seedf75a49c6/weave/internal/netdev"
 )
@@ -25,8 +27,13 @@ func (NetdevLinks) DeleteEndpoint(id string) (bool, error) { return netdev.Delet
 // EndpointExists implements Links.
 func (NetdevLinks) EndpointExists(id string) (bool, error) { return netdev.EndpointExists(id) }
 
-// SandboxIfaces implements Links.
+// SandboxIfaces implements Links. For `docker run` the sandbox's
+// namespace does not exist yet at Join (runc creates it later): nothing
+// else is in it then.
 func (NetdevLinks) SandboxIfaces(path string) (int, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
 	l, err := netdev.NamespaceIfaces(path, "")
 	return len(l), err
 }

@@ -115,6 +115,10 @@ func listenUnix(path string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on plugin socket %s: %w", path, err)
 	}
+	if err := os.Chmod(path, 0o660); err != nil { // root and the docker group, as Docker's own plugins
+		l.Close()
+		return nil, fmt.Errorf("chmod plugin socket %s: %w", path, err)
+	}
 	return l, nil
 }
 

@@ -115,12 +115,22 @@ func registerFlags(fs *flag.FlagSet, c *daemon.Config, version, printName *bool)
 	registerCompatFlags(fs, c)
 	registerDNSFlags(fs, c)
 	registerLivenessFlags(fs, c)
+	registerPluginFlags(fs, c)
 }
 
 func registerLivenessFlags(fs *flag.FlagSet, c *daemon.Config) {
 	fs.BoolVar(&c.NoLiveness, "no-liveness", c.NoLiveness, "no memberlist failure detection (dead peers are left to mesh's timeouts)")
 	fs.IntVar(&c.LivenessPort, "liveness-port", c.LivenessPort, "UDP and TCP port of the liveness detector (the same on every host)")
 	fs.DurationVar(&c.IPAllocReclaimAfter, "ipalloc-reclaim-after", c.IPAllocReclaimAfter, "reclaim the IPAM space of a peer dead this long, e.g. 10m (0 = never)")
+}
+
+// registerPluginFlags registers the Docker plugin's flags (2.8.1's names).
+func registerPluginFlags(fs *flag.FlagSet, c *daemon.Config) {
+	fs.BoolVar(&c.Plugin, "plugin", c.Plugin, "serve the Docker network and IPAM plugin and create the Docker network \"weave\"")
+	fs.BoolVar(&c.NoPlugin, "no-plugin", c.NoPlugin, "do not serve the Docker plugin (overrides --plugin)")
+	fs.StringVar(&c.PluginSocket, "plugin-socket", c.PluginSocket, "socket of the global-scope network driver \"weave\"")
+	fs.StringVar(&c.PluginMeshSocket, "plugin-mesh-socket", c.PluginMeshSocket, "socket of the local-scope network and IPAM driver \"weavemesh\"")
+	fs.StringVar(&c.DockerAPI, "docker-api", c.DockerAPI, "Docker API endpoint (default $DOCKER_HOST or unix:///var/run/docker.sock); \"\" = no Docker calls")
 }
 
 // registerCompatFlags registers flags accepted for compatibility with
@@ -134,9 +144,7 @@ func registerCompatFlags(fs *flag.FlagSet, c *daemon.Config) {
 	fs.DurationVar(&c.IPAllocConsensusTimeout, "ipalloc-consensus-timeout", c.IPAllocConsensusTimeout, "how long an allocation waits for IPAM consensus before failing (0 = 60s)")
 	fs.BoolVar(&c.NoFastDP, "no-fastdp", c.NoFastDP, "disable the VXLAN fast datapath (sleeve only; bridge MTU 65535 unless --mtu)")
 	fs.BoolVar(&c.NoBridgedFastDP, "no-bridged-fastdp", c.NoBridgedFastDP, "disable bridged fast datapath"+later)
-	fs.StringVar(&c.DockerAPI, "docker-api", c.DockerAPI, "Docker API endpoint"+later)
 	fs.StringVar(&c.Datapath, "datapath", c.Datapath, "ODP datapath name"+later)
-	fs.BoolVar(&c.Plugin, "plugin", c.Plugin, "run the Docker plugin"+later)
 	fs.BoolVar(&c.Proxy, "proxy", c.Proxy, "run the Docker API proxy"+later)
 }
 

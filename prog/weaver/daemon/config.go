@@ -14,6 +14,7 @@ import (
 
 	"github.com/seedf75a49c6/weave/ipam"
 	"github.com/seedf75a49c6/weave/liveness"
+	"github.com/seedf75a49c6/weave/plugin/docker"
 )
 
 // Defaults, as Weave Net 2.8.1's `weave launch` passes them to httpapi.
@@ -25,6 +26,7 @@ const (
 	DefaultIPAllocRange = "10.32.0.0/12"
 	DefaultDataDir      = "/var/lib/weave"
 	DefaultRunDir       = "/run/weave"
+	DefaultDockerAPI    = "unix:///var/run/docker.sock"
 	// SleeveBridgeMTU is the bridge MTU when --mtu is 0: like Weave's
 	// sleeve mode the bridge takes jumbo frames and sleeve fragments.
 	SleeveBridgeMTU = 65535
@@ -78,11 +80,19 @@ type Config struct {
 	// Accepted for compatibility with Weave's flags; not implemented yet.
 	NoFastDP        bool   // --no-fastdp: sleeve only (see fastdp)
 	NoBridgedFastDP bool   // --no-bridged-fastdp
-	DockerAPI       string // --docker-api
 	Datapath        string // --datapath
-	Plugin          bool   // --plugin
 	Proxy           bool   // --proxy
+
+	// Docker network and IPAM plugin (plugin/docker, docs/docker.md).
+	Plugin           bool   // --plugin: serve the plugin sockets and create the Docker network "weave"
+	NoPlugin         bool   // --no-plugin: overrides --plugin
+	PluginSocket     string // --plugin-socket: default /run/docker/plugins/weave.sock
+	PluginMeshSocket string // --plugin-mesh-socket: default /run/docker/plugins/weavemesh.sock
+	DockerAPI        string // --docker-api: default $DOCKER_HOST or unix:///var/run/docker.sock; "" = no Docker calls
 }
+
+// PluginEnabled reports whether the Docker plugin is to be served.
+func (c *Config) PluginEnabled() bool { return c.Plugin && !c.NoPlugin }
 
 // DefaultConfig returns the defaults; getenv supplies WEAVE_PASSWORD,
 // WEAVE_DATA_DIR and WEAVE_RUN_DIR (pass os.Getenv, or nil for none).
@@ -108,6 +118,9 @@ func DefaultConfig(getenv func(string) string) Config {
 		IPAllocRange:       DefaultIPAllocRange,
 		DockerBridge:       orDefault(getenv("DOCKER_BRIDGE"), DefaultDockerBridge),
 		LivenessPort:       liveness.DefaultPort,
+		PluginSocket:       docker.DefaultNetSocket,
+		PluginMeshSocket:   docker.DefaultMeshSocket,
+		DockerAPI:          orDefault(getenv("DOCKER_HOST"), DefaultDockerAPI),
 	}
 }
 
@@ -123,7 +136,7 @@ func orDefault(v, def string) string {
 func (c *Config) Validate() error {
 	checks := []func() error{
 		c.validateIdentity, c.validateNet, c.validatePeers,
-		c.validateAddrs, c.validateLocal, c.validateIPAM, c.validateDNS, c.validateLiveness,
+		c.validateAddrs, c.validateLocal, c.validateIPAM, c.validateDNS, c.validateLiveness, c.validatePlugin,
 	}
 	var errs []error
 	for _, check := range checks {
@@ -274,6 +287,23 @@ func (c *Config) validateLiveness() error {
 		return errors.New("--ipalloc-reclaim-after: needs liveness (drop --no-liveness)")
 	case c.IPAllocReclaimAfter > 0 && c.IPAllocRange == "":
 		return errors.New("--ipalloc-reclaim-after: needs IPAM (--ipalloc-range)")
+	}
+	return nil
+}
+
+func (c *Config) validatePlugin() error {
+	if !c.PluginEnabled() {
+		return nil
+	}
+	for _, f := range []struct{ flag, path string }{
+		{"--plugin-socket", c.PluginSocket}, {"--plugin-mesh-socket", c.PluginMeshSocket},
+	} {
+		if !strings.HasPrefix(f.path, "/") {
+			return fmt.Errorf("%s: want an absolute socket path, got %q", f.flag, f.path)
+		}
+	}
+	if c.PluginSocket == c.PluginMeshSocket {
+		return fmt.Errorf("--plugin-socket and --plugin-mesh-socket: both are %s; they must differ", c.PluginSocket)
 	}
 	return nil
 }

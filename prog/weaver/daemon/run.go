@@ -105,6 +105,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if err := d.startHTTP(b); err != nil {
 		return err
 	}
+	if err := d.startPlugin(ctx, b); err != nil {
+		return err
+	}
 	b.ready.Store(true)
 	log.Info("weaver ready", "http", cfg.HTTPAddr, "status", cfg.StatusAddr)
 	<-ctx.Done()
@@ -118,8 +121,7 @@ func (d *daemon) logUnimplemented() {
 		name string
 		set  bool
 	}{
-		{"--docker-api", c.DockerAPI != ""},
-		{"--datapath", c.Datapath != ""}, {"--plugin", c.Plugin}, {"--proxy", c.Proxy},
+		{"--datapath", c.Datapath != ""}, {"--proxy", c.Proxy},
 	} {
 		if f.set {
 			d.log.Info("flag accepted for compatibility but not implemented yet", "flag", f.name)

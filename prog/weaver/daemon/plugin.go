@@ -1,0 +1,88 @@
+package daemon
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	"github.com/seedf75a49c6/weave/plugin/docker"
+)
+
+const (
+	// PluginStateFile keeps the Docker networks the plugin was told about
+	// (in the data dir; weave reset deletes it with the other weave* files).
+	PluginStateFile = "weave-docker-networks.json"
+	// dockerNetworkWait bounds the synchronous first try to create the
+	// Docker network "weave" (it waits for IPAM consensus); later tries
+	// run in the background.
+	dockerNetworkWait  = 10 * time.Second
+	dockerNetworkRetry = 5 * time.Second
+)
+
+// startPlugin serves the Docker plugin sockets (after the HTTP API, as
+// 2.8.1 orders it) and makes sure the Docker network "weave" exists.
+func (d *daemon) startPlugin(ctx context.Context, b *backend) error {
+	c := d.cfg
+	if !c.PluginEnabled() {
+		return nil
+	}
+	cfg := docker.Config{
+		Bridge: c.Bridge, NetSocket: c.PluginSocket, MeshSocket: c.PluginMeshSocket,
+		StateFile: filepath.Join(c.DataDir, PluginStateFile),
+		Logger:    d.log.With("component", "plugin"),
+	}
+	if b.ipam != nil {
+		cfg.IPAM = b.ipam
+	}
+	p, err := docker.New(cfg)
+	if err != nil {
+		return err
+	}
+	if err := p.Start(); err != nil {
+		return err
+	}
+	d.onStop(p.Close)
+	if c.DockerAPI == "" {
+		d.log.Info("Docker plugin without --docker-api: the Docker network is not created", "network", docker.DefaultNetworkName)
+		return nil
+	}
+	api, err := docker.NewClient(c.DockerAPI)
+	if err != nil {
+		return err
+	}
+	d.onStop(func() { _ = api.Close() })
+	if !d.ensureDockerNetwork(ctx, api) {
+		d.spawn(func() { d.retryDockerNetwork(ctx, api) })
+	}
+	return nil
+}
+
+// ensureDockerNetwork tries once to create the network; it reports success.
+func (d *daemon) ensureDockerNetwork(ctx context.Context, api docker.EngineClient) bool {
+	ctx, cancel := context.WithTimeout(ctx, dockerNetworkWait)
+	defer cancel()
+	created, err := docker.EnsureNetwork(ctx, api, docker.DefaultNetworkName)
+	if err != nil {
+		d.log.Warn("cannot create the Docker network yet; retrying", "network", docker.DefaultNetworkName, "err", err)
+		return false
+	}
+	if created {
+		d.log.Info("Docker network created", "network", docker.DefaultNetworkName, "driver", docker.MeshDriverName)
+	}
+	return true
+}
+
+func (d *daemon) retryDockerNetwork(ctx context.Context, api docker.EngineClient) {
+	t := time.NewTicker(dockerNetworkRetry)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if d.ensureDockerNetwork(ctx, api) {
+				return
+			}
+		}
+	}
+}
