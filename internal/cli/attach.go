@@ -256,6 +256,7 @@ func runPS(ctx context.Context, c *cmd, args []string) error {
 	if err != nil {
 		return err
 	}
+	seen := map[string]bool{}
 	for _, a := range list {
 		if len(want) > 0 && !want[a.ID] {
 			continue
@@ -267,9 +268,26 @@ func runPS(ctx context.Context, c *cmd, args []string) error {
 		if err != nil || !ok {
 			continue
 		}
+		seen[a.ID] = true
 		fmt.Fprintln(c.Stdout, strings.TrimRight(short(a.ID)+" "+mac.String()+" "+cidrs(addrs), " "))
 	}
+	c.psDocker(ctx, want, seen)
 	return nil
+}
+
+// psDocker prints the running Docker containers on the mesh (the
+// plugin's ethwe0...) that `weave attach` did not record.
+func (c *cmd) psDocker(ctx context.Context, want, seen map[string]bool) {
+	for _, t := range c.dockerContainers(ctx) {
+		if seen[t.ID] || len(want) > 0 && !want[t.ID] {
+			continue
+		}
+		mac, addrs, ok, err := c.Kernel.MeshAddrs(t.NetNS)
+		if err != nil || !ok {
+			continue
+		}
+		fmt.Fprintln(c.Stdout, strings.TrimRight(short(t.ID)+" "+mac.String()+" "+cidrs(addrs), " "))
+	}
 }
 
 // short is Docker's 12-character id form.

@@ -201,6 +201,12 @@ func runReset(ctx context.Context, c *cmd, args []string) error {
 		}
 		force = true
 	}
+	if err := c.removeDockerNetwork(ctx); err != nil {
+		if !force {
+			return fmt.Errorf("reset: %w (use --force to reset anyway)", err)
+		}
+		c.Logger.Warn("reset: could not remove the Docker network", "err", err)
+	}
 	if err := c.api.DeletePeer(ctx); err != nil && !ipamAbsent(err) {
 		if !force {
 			return fmt.Errorf("reset: hand over IP ranges (use --force to reset anyway): %w", err)

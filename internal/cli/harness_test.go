@@ -88,6 +88,10 @@ func (k *fakeKernel) ContainerAddrs(ns, _ string) (net.HardwareAddr, []netip.Pre
 	return fakeMAC, a, ok, nil
 }
 
+func (k *fakeKernel) MeshAddrs(ns string) (net.HardwareAddr, []netip.Prefix, bool, error) {
+	return k.ContainerAddrs(ns, ContainerIf)
+}
+
 func (k *fakeKernel) DestroyBridge(name string) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -32,6 +32,10 @@ type Kernel interface {
 	// BridgeAddrs returns the bridge's MAC and IPv4 addresses in the
 	// current namespace; ok=false when there is no such interface.
 	BridgeAddrs(name string) (mac net.HardwareAddr, addrs []netip.Prefix, ok bool, err error)
+	// MeshAddrs returns the MAC of the first interface named ethwe* in
+	// the namespace and the IPv4 addresses of all of them (the Docker
+	// plugin's ethwe0, ethwe1, ...); ok=false when there is none.
+	MeshAddrs(netnsPath string) (mac net.HardwareAddr, addrs []netip.Prefix, ok bool, err error)
 }
 
 // errNoKernel is what kernel verbs report when Config.Kernel is unset.
@@ -49,5 +53,8 @@ func (noKernel) DestroyBridge(string) error      { return errNoKernel }
 func (noKernel) RemoveIPTables(string) error     { return errNoKernel }
 func (noKernel) Hide(string, netip.Prefix) error { return errNoKernel }
 func (noKernel) BridgeAddrs(string) (net.HardwareAddr, []netip.Prefix, bool, error) {
+	return nil, nil, false, errNoKernel
+}
+func (noKernel) MeshAddrs(string) (net.HardwareAddr, []netip.Prefix, bool, error) {
 	return nil, nil, false, errNoKernel
 }

@@ -34,6 +34,7 @@ func runLaunch(ctx context.Context, c *cmd, args []string) error {
 		}
 	}
 	argv := append([]string{weaver}, c.weaverFlags(l)...)
+	argv = append(argv, c.pluginFlags(ctx, l)...)
 	argv = append(argv, args...)
 	c.Logger.Debug("starting weaver", "argv", argv, "log", c.logFile())
 	pid, err := startDetached(argv, c.logFile())
@@ -104,6 +105,28 @@ func (c *cmd) weaverFlags(l launchArgs) []string {
 		out = append(out, "--no-fastdp")
 	}
 	return out
+}
+
+// pluginFlags turns the Docker plugin on, as 2.8.1's launch does, when a
+// Docker engine answers on --docker-api (default: DOCKER_HOST's socket or
+// /var/run/docker.sock) and we are in the host's network namespace;
+// --plugin, --no-plugin or --docker-api "" leave the choice to the user.
+func (c *cmd) pluginFlags(ctx context.Context, l launchArgs) []string {
+	if l.bools["plugin"] || l.bools["no-plugin"] {
+		return nil
+	}
+	host, given := l.given["docker-api"]
+	if !given {
+		host = c.dockerHost()
+	}
+	if host == "" || !c.hostNetns() || !dockerAnswers(ctx, host) {
+		c.Logger.Debug("Docker plugin off", "docker-api", host, "host-netns", c.hostNetns())
+		return nil
+	}
+	if given {
+		return []string{"--plugin"}
+	}
+	return []string{"--plugin", "--docker-api=" + host}
 }
 
 // waitReady polls until GET /status answers 200, the process exits, or

@@ -4,18 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // target is a resolved attach/detach/ps target.
@@ -84,70 +78,4 @@ func (c *cmd) targetFromPath(p string) (target, error) {
 		return target{ID: parts[0], NetNS: p}, nil
 	}
 	return target{ID: p, NetNS: p}, nil
-}
-
-// dockerContainer is the part of GET /containers/<id>/json we read.
-type dockerContainer struct {
-	ID    string `json:"Id"`
-	State struct {
-		Running bool
-		Pid     int
-	}
-	Config struct {
-		Hostname   string
-		Domainname string
-	}
-}
-
-// dockerTarget asks the Docker engine (over its unix socket) for the
-// container's init pid.
-func (c *cmd) dockerTarget(ctx context.Context, name string) (target, error) {
-	notFound := fmt.Errorf("target %s: not a network namespace in %s, a PID, or a Docker container", name, c.NetnsDir)
-	if _, err := os.Stat(c.DockerSocket); err != nil {
-		return target{}, fmt.Errorf("%w (no Docker socket at %s)", notFound, c.DockerSocket)
-	}
-	ct, code, err := c.dockerInspect(ctx, name)
-	switch {
-	case err != nil:
-		return target{}, fmt.Errorf("ask Docker about %s: %w", name, err)
-	case code == http.StatusNotFound:
-		return target{}, notFound
-	case code != http.StatusOK:
-		return target{}, fmt.Errorf("ask Docker about %s: HTTP %d", name, code)
-	case !ct.State.Running || ct.State.Pid == 0:
-		return target{}, fmt.Errorf("container %s is not running", name)
-	}
-	host := ct.Config.Hostname
-	if host != "" && ct.Config.Domainname != "" {
-		host += "." + ct.Config.Domainname
-	}
-	return target{ID: ct.ID, NetNS: filepath.Join(c.ProcDir, strconv.Itoa(ct.State.Pid), "ns", "net"), Hostname: host}, nil
-}
-
-func (c *cmd) dockerInspect(ctx context.Context, name string) (dockerContainer, int, error) {
-	var ct dockerContainer
-	sock := c.DockerSocket
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		},
-	}}
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://docker/containers/"+url.PathEscape(name)+"/json", nil)
-	if err != nil {
-		return ct, 0, fmt.Errorf("build Docker request: %w", err)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return ct, 0, fmt.Errorf("call Docker at %s: %w", sock, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return ct, resp.StatusCode, nil
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&ct); err != nil {
-		return ct, resp.StatusCode, fmt.Errorf("decode Docker answer for %s: %w", name, err)
-	}
-	return ct, resp.StatusCode, nil
 }

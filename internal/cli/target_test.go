@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,7 +14,22 @@ import (
 	"testing"
 )
 
-// fakeDocker serves GET /containers/<name>/json on the harness's Docker socket.
+// dockerContainer is the part of Docker's container JSON the fake serves.
+type dockerContainer struct {
+	ID    string `json:"Id"`
+	State struct {
+		Running bool
+		Pid     int
+	}
+	Config struct {
+		Hostname   string
+		Domainname string
+	}
+}
+
+// fakeDocker serves /_ping, GET /containers/json and
+// GET /containers/<name>/json (with or without an API version prefix) on
+// the harness's Docker socket.
 func (h *harness) fakeDocker(containers map[string]dockerContainer) {
 	h.t.Helper()
 	l, err := net.Listen("unix", h.cfg.DockerSocket)
@@ -22,10 +38,31 @@ func (h *harness) fakeDocker(containers map[string]dockerContainer) {
 	}
 	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: http.HandlerFunc(
 		func(w http.ResponseWriter, r *http.Request) {
-			name := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/containers/"), "/json")
+			path := r.URL.Path
+			if v, rest, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/"); ok && strings.HasPrefix(v, "v1.") {
+				path = "/" + rest
+			}
+			w.Header().Set("Api-Version", "1.41")
+			w.Header().Set("Content-Type", "application/json")
+			switch {
+			case path == "/_ping":
+				_, _ = w.Write([]byte("OK"))
+				return
+			case path == "/containers/json":
+				var list []map[string]string
+				for name, ct := range containers {
+					if ct.State.Running && name == ct.ID {
+						list = append(list, map[string]string{"Id": ct.ID})
+					}
+				}
+				_ = json.NewEncoder(w).Encode(list)
+				return
+			}
+			name := strings.TrimSuffix(strings.TrimPrefix(path, "/containers/"), "/json")
 			ct, ok := containers[name]
 			if !ok || r.Method != "GET" {
-				http.Error(w, `{"message":"No such container: `+name+`"}`, http.StatusNotFound)
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = w.Write([]byte(`{"message":"No such container: ` + name + `"}`))
 				return
 			}
 			_ = json.NewEncoder(w).Encode(ct)
@@ -113,5 +150,74 @@ func TestVethID(t *testing.T) {
 	}
 	if a, b := (target{ID: "container-a"}).vethID(), (target{ID: "container-b"}).vethID(); a == b {
 		t.Errorf("names sharing 7 chars collide: %q", a)
+	}
+}
+
+// fakeProc makes ProcDir's self and 1 network namespace links equal (same
+// namespace as init) or not.
+func (h *harness) fakeProc(sameAsInit bool) {
+	h.t.Helper()
+	dir := h.t.TempDir()
+	targets := map[string]string{"self": "net:[4026531840]", "1": "net:[4026531840]"}
+	if !sameAsInit {
+		targets["self"] = "net:[4026532999]"
+	}
+	for pid, link := range targets {
+		if err := os.MkdirAll(filepath.Join(dir, pid, "ns"), 0o755); err != nil {
+			h.t.Fatal(err)
+		}
+		if err := os.Symlink(link, filepath.Join(dir, pid, "ns", "net")); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	h.cfg.ProcDir = dir
+}
+
+// TestLaunchPluginFlags: launch turns the plugin on only when an engine
+// answers and we are in the host namespace, and leaves explicit choices.
+func TestLaunchPluginFlags(t *testing.T) {
+	h := newHarness(t)
+	h.fakeDocker(map[string]dockerContainer{})
+	sock := "unix://" + h.cfg.DockerSocket
+	cases := []struct {
+		hostNS bool
+		args   []string
+		want   string
+	}{
+		{true, nil, "--plugin --docker-api=" + sock},
+		{false, nil, ""},
+		{true, []string{"--no-plugin"}, ""},
+		{true, []string{"--plugin"}, ""}, // given by the user, passed through as it is
+		{true, []string{"--docker-api", ""}, ""},
+		{true, []string{"--docker-api=unix:///nonexistent.sock"}, ""},
+		{true, []string{"--docker-api", sock}, "--plugin"},
+	}
+	for _, tc := range cases {
+		h.fakeProc(tc.hostNS)
+		c := &cmd{Config: h.cfg.withDefaults()}
+		l, err := parseLaunch(tc.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(c.pluginFlags(context.Background(), l), " "); got != tc.want {
+			t.Errorf("host netns %v, launch %q: plugin flags %q, want %q", tc.hostNS, tc.args, got, tc.want)
+		}
+	}
+}
+
+// TestPSListsDockerContainers: a running container with ethwe addresses
+// (the plugin's) is listed by its short ID, MAC and CIDRs; one without is not.
+func TestPSListsDockerContainers(t *testing.T) {
+	h := newHarness(t)
+	on := "aaaaaaaaaaaa0123456789abcdef0123456789abcdef0123456789abcdef0123"
+	off := "bbbbbbbbbbbb0123456789abcdef0123456789abcdef0123456789abcdef0123"
+	h.fakeDocker(map[string]dockerContainer{on: running(on, 4242), off: running(off, 4343)})
+	h.kernel.ifaces["/proc/4242/ns/net"] = []netip.Prefix{netip.MustParsePrefix("10.32.0.2/12")}
+	_, out, errOut := h.run("ps")
+	if out != "aaaaaaaaaaaa 02:00:00:00:00:01 10.32.0.2/12\n" {
+		t.Fatalf("ps: %q (stderr %q)", out, errOut)
+	}
+	if _, out, _ = h.run("ps", on); out != "aaaaaaaaaaaa 02:00:00:00:00:01 10.32.0.2/12\n" {
+		t.Fatalf("ps %s: %q", on[:12], out)
 	}
 }

@@ -59,6 +59,19 @@ func destroyVXLAN() error {
 	return errors.Join(errs...)
 }
 
+// MeshAddrs reads every ethwe* interface in the namespace.
+func (netdevKernel) MeshAddrs(ns string) (net.HardwareAddr, []netip.Prefix, bool, error) {
+	ifs, err := netdev.NamespaceIfaces(ns, cli.ContainerIf)
+	if err != nil || len(ifs) == 0 {
+		return nil, nil, false, err
+	}
+	var addrs []netip.Prefix
+	for _, i := range ifs {
+		addrs = append(addrs, i.Addrs...)
+	}
+	return ifs[0].MAC, addrs, true, nil
+}
+
 func (netdevKernel) RemoveIPTables(bridge string) error  { return netdev.RemoveIPTables(bridge) }
 func (netdevKernel) Hide(b string, a netip.Prefix) error { return netdev.Hide(b, a) }
 
