@@ -38,7 +38,10 @@ type host struct {
 	n       int
 }
 
-func newHost(t *testing.T) *host {
+func newHost(t *testing.T) *host { t.Helper(); return newHostRange(t, ipRange) }
+
+// newHostRange launches the router with --ipalloc-range rng ("" = no IPAM).
+func newHostRange(t *testing.T, rng string) *host {
 	t.Helper()
 	netnstest.RequireRoot(t)
 	netnstest.RequireTools(t, "ip", "iptables", "nsenter")
@@ -47,7 +50,7 @@ func newHost(t *testing.T) *host {
 	}
 	tp := netnstest.New(t, netnstest.Config{Hosts: 1, Weave: build.weave})
 	x := &host{t: t, tp: tp, h: tp.Host(1), dataDir: t.TempDir(), cache: t.TempDir()}
-	if _, err := tp.StartRouter(x.h, "--no-fastdp", "--ipalloc-range", ipRange); err != nil {
+	if _, err := tp.StartRouter(x.h, "--no-fastdp", "--ipalloc-range", rng); err != nil {
 		t.Fatal(err)
 	}
 	return x

@@ -225,6 +225,8 @@ func TestErrorsLeakNothing(t *testing.T) {
 		name, extra string
 		env         []string
 		hostNS      bool
+		netns       string   // replaces CNI_NETNS
+		prep        []string // run in the container first
 		code        uint
 		msg         string
 	}{
@@ -234,14 +236,24 @@ func TestErrorsLeakNothing(t *testing.T) {
 		{name: "bad route", extra: `"ipam": {"routes": [{"dst": "nowhere"}]}`, code: types.ErrInvalidNetworkConfig, msg: `ipam.routes[0].dst": "nowhere"`},
 		{name: "isGateway", extra: `"isGateway": true`, code: types.ErrUnsupportedField, msg: "isGateway"},
 		{name: "router down", env: []string{"WEAVE_HTTP_ADDR=127.0.0.1:1"}, code: types.ErrTryAgainLater, msg: "is weave running? start it with `weave launch`"},
+		{name: "not a bridge", extra: `"bridge": "lo"`, code: types.ErrInternal, msg: "attach the container to bridge lo"},
 		{name: "host netns", hostNS: true, code: types.ErrInvalidNetNS, msg: "host's own network namespace"},
+		{name: "no such netns", netns: "/var/run/netns/no-such-ns", code: types.ErrInvalidNetNS, msg: `"/var/run/netns/no-such-ns" is not a network namespace`},
+		{name: "ifname taken", prep: []string{"ip", "link", "add", "eth0", "type", "veth", "peer", "name", "p0"},
+			code: types.ErrInvalidEnvironmentVariables, msg: `CNI_IFNAME "eth0" already exists`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			x.t = t
-			_, rt := x.container()
+			c, rt := x.container()
 			if tc.hostNS {
 				rt.NetNS = x.nsPath()
+			}
+			if tc.netns != "" {
+				rt.NetNS = tc.netns
+			}
+			if tc.prep != nil {
+				inside(t, c, tc.prep...)
 			}
 			_, err := x.client(tc.env...).AddNetworkList(context.Background(), x.conflist("1.1.0", tc.extra), rt)
 			cniError(t, err, tc.code, tc.msg)
@@ -256,6 +268,21 @@ func TestErrorsLeakNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRouterWithoutIPAM: ADD names the cause when the router runs with
+// --ipalloc-range "", and STATUS reports the plugin unavailable.
+func TestRouterWithoutIPAM(t *testing.T) {
+	x := newHostRange(t, "")
+	l := x.conflist("1.1.0", "")
+	_, rt := x.container()
+	_, err := x.client().AddNetworkList(context.Background(), l, rt)
+	cniError(t, err, types.ErrPluginNotAvailable, `runs without IPAM (--ipalloc-range "")`)
+	if n := x.vethCount(); n != 0 || x.records() != 0 {
+		t.Fatalf("failed ADD left %d veths, %d records", n, x.records())
+	}
+	err = x.client().GetStatusNetworkList(context.Background(), l)
+	cniError(t, err, types.ErrPluginNotAvailable, "without IPAM")
 }
 
 // TestSubnetExposesBridge: ipam.subnet picks the subnet, and the bridge
