@@ -13,8 +13,12 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 MODULE  := github.com/seedf75a49c6/weave
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unreleased)
-LDFLAGS := -X $(MODULE)/internal/version.Version=$(VERSION)
+# The version is internal/version.Base plus "+<git hash>[.dirty]", a semantic
+# version (3.0.0-dev+1a2b3c4d5e6f) that tools compare with 2.8.1's; a release
+# sets the whole string: make build VERSION=3.0.0.
+GITREV  := $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null || r=$$r.dirty; echo $$r; })
+VERSION ?=
+LDFLAGS := -X $(MODULE)/internal/version.Build=$(GITREV) -X '$(MODULE)/internal/version.Version=$(VERSION)'
 
 # github.com/weaveworks/mesh is built with weave's patch (docs/mesh-patch.md):
 # mesh-patch writes .build/go.work, a workspace replacing the pinned module by
@@ -24,7 +28,7 @@ export GOWORK := $(CURDIR)/.build/go.work
 mesh-patch: ## apply mesh/patches/mesh.patch to a copy of the pinned mesh module in .build/
 	@sh mesh/patches/apply.sh >/dev/null
 
-build: mesh-patch ## build bin/weaver, bin/weaveutil and the CNI plugins bin/weave-net, bin/weave-ipam (version from git describe)
+build: mesh-patch ## build bin/weaver, bin/weaveutil and the CNI plugins bin/weave-net, bin/weave-ipam (version 3.0.0-dev+<git hash>)
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./prog/...
 
 deps: ## install test/demo/bench tools with apt-get when missing

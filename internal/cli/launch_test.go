@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seedf75a49c6/weave/internal/version"
 )
 
 func readPID(t *testing.T, h *harness) int {
@@ -29,7 +31,7 @@ func TestLaunchStopLifecycle(t *testing.T) {
 	t.Setenv("WEAVE_FAKE_503", "3") // a few polls see "starting"
 	h.cfg.Port, h.cfg.NoFastDP = "7000", true
 
-	if _, out, _ := h.run("version"); out != "weave script unreleased\nweave router fake-1.0\n" {
+	if _, out, _ := h.run("version"); out != "weave script "+version.Version+"\nweave router fake-1.0\n" {
 		t.Errorf("version from weaver --version: %q", out)
 	}
 	code, out, errOut := h.run("launch", "--nickname", "n1", "10.0.0.2")
@@ -58,7 +60,7 @@ func TestLaunchStopLifecycle(t *testing.T) {
 	if code != 1 || strings.TrimSpace(errOut) != "weave router is already running (pid "+strconv.Itoa(pid)+")" {
 		t.Errorf("second launch: %d %q", code, errOut)
 	}
-	if _, out, _ = h.run("version"); out != "weave script unreleased\nweave router fake-1.0\n" {
+	if _, out, _ = h.run("version"); out != "weave script "+version.Version+"\nweave router fake-1.0\n" {
 		t.Errorf("version from API: %q", out)
 	}
 

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/seedf75a49c6/weave/internal/version"
 )
 
 // TestVerbs drives every verb through Run against a fake router and fake
@@ -107,7 +109,7 @@ func TestVerbs(t *testing.T) {
 		{name: "hide bad option", args: []string{"hide", "-x"}, answers: ok(""), code: 1, stderr: `hide: unknown option "-x"`},
 
 		{name: "version", args: []string{"version"}, answers: ok("2.9.0\n", "GET /report"),
-			stdout: "weave script unreleased\nweave router 2.9.0\n"},
+			stdout: "weave script " + version.Version + "\nweave router 2.9.0\n"},
 		{name: "version extra", args: []string{"version", "x"}, code: 1, stderr: "version: unexpected arguments"},
 		{name: "stop extra", args: []string{"stop", "now"}, code: 1, stderr: "stop: unexpected arguments"},
 		{name: "reset bad", args: []string{"reset", "--hard"}, code: 1, stderr: `reset: unknown argument "--hard"`},

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/seedf75a49c6/weave/internal/version"
 )
 
 func env(m map[string]string) func(string) string {
@@ -96,7 +98,7 @@ func TestRunVersionAndUsageErrors(t *testing.T) {
 	if err := run(context.Background(), []string{"--version"}, &out, io.Discard, env(nil)); err != nil {
 		t.Fatal(err)
 	}
-	if out.String() != "weave router unreleased\n" {
+	if out.String() != "weave router "+version.Version+"\n" {
 		t.Errorf("--version printed %q", out.String())
 	}
 	err := run(context.Background(), []string{"--port=0"}, io.Discard, io.Discard, env(nil))

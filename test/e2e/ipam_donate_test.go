@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,6 +65,7 @@ func TestIPAMHostsRunOutInTurn(t *testing.T) {
 			t.Fatalf("h%d counts %d connection terminations", i, n)
 		}
 	}
+	ic.checkSemanticVersion(t)
 	c1, c3 := ic.attachAuto(1, "c1"), ic.attachAuto(3, "c3")
 	if got[c1.IP()] != "" || got[c3.IP()] != "" {
 		t.Fatalf("containers got addresses already allocated: %s %s", c1.IP(), c3.IP())
@@ -207,4 +209,22 @@ func usedFromFree(r ringcheck.Ring) ringcheck.HasAllocations {
 		}
 		return false
 	}
+}
+
+// checkSemanticVersion: `weave version`, the `Version:` line of `weave
+// status` and /report's Version are one semantic version, 3.0.0-dev+<rev>.
+func (ic *ipamCluster) checkSemanticVersion(t *testing.T) {
+	t.Helper()
+	var rep struct{ Version string }
+	ic.getJSON(1, "/report", &rep)
+	if !strings.HasPrefix(rep.Version, "3.0.0-dev") || strings.ContainsAny(rep.Version, " _") {
+		t.Fatalf("/report Version %q is not 3.0.0-dev[+rev]", rep.Version)
+	}
+	if out := ic.weave(1, "version"); !strings.Contains(out, "weave router "+rep.Version+"\n") {
+		t.Fatalf("weave version printed %q, want router %s", out, rep.Version)
+	}
+	if out := ic.weave(1, "status"); !strings.Contains(out, "        Version: "+rep.Version+" (") {
+		t.Fatalf("weave status Version line differs from %s:\n%s", rep.Version, out)
+	}
+	t.Logf("version %s", rep.Version)
 }
