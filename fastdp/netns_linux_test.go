@@ -12,6 +12,7 @@ import (
 
 	"github.com/seedf75a49c6/weave/internal/capture"
 	"github.com/seedf75a49c6/weave/internal/netns"
+	"github.com/seedf75a49c6/weave/internal/netnstest"
 )
 
 // nsTopo is two "hosts" joined by a veth underlay, each with a weave
@@ -39,10 +40,10 @@ func sh(t *testing.T, args ...string) string {
 func newNSTopo(t *testing.T, underlayMTU int) *nsTopo {
 	t.Helper()
 	tp := &nsTopo{}
-	tp.hA, _ = netns.NewTestNS(t)
-	tp.hB, _ = netns.NewTestNS(t)
-	tp.cA, _ = netns.NewTestNS(t)
-	tp.cB, _ = netns.NewTestNS(t)
+	tp.hA, _ = netnstest.NewNS(t)
+	tp.hB, _ = netnstest.NewNS(t)
+	tp.cA, _ = netnstest.NewNS(t)
+	tp.cB, _ = netnstest.NewNS(t)
 	sh(t, "ip", "-n", tp.hA, "link", "add", "u0", "mtu", fmt.Sprint(underlayMTU), "type", "veth", "peer", "u0", "mtu", fmt.Sprint(underlayMTU), "netns", tp.hB)
 	for i, h := range []struct{ host, ctr, ip, mac string }{
 		{tp.hA, tp.cA, "10.32.0.1/24", "02:00:00:00:00:01"}, {tp.hB, tp.cB, "10.32.0.2/24", "02:00:00:00:00:02"},

@@ -3,12 +3,12 @@ package fastdp
 import (
 	"errors"
 	"net"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/seedf75a49c6/weave/internal/testutil"
 	"github.com/seedf75a49c6/weave/router"
 	"github.com/weaveworks/mesh"
 )
@@ -288,7 +288,7 @@ func TestNewerConnectionSupersedes(t *testing.T) {
 }
 
 func TestStopIsIdempotentAndJoinsGoroutines(t *testing.T) {
-	before := runtime.NumGoroutine()
+	testutil.CheckGoroutines(t, 5*time.Second)
 	n := newFakeNet()
 	a, b := newTestHost(t, n, nameA, 1, "10.0.0.1"), newTestHost(t, n, nameB, 2, "10.0.0.2")
 	fa, fb := connect(t, a, b, 3)
@@ -302,12 +302,5 @@ func TestStopIsIdempotentAndJoinsGoroutines(t *testing.T) {
 	if _, err := a.o.PrepareConnection(mesh.OverlayConnectionParams{RemotePeer: peer(nameB, 2),
 		LocalAddr: &net.TCPAddr{IP: a.ip}, RemoteAddr: &net.TCPAddr{IP: b.ip}}); err == nil {
 		t.Fatal("stopped overlay prepared a connection")
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			t.Fatalf("goroutines: %d before, %d after Stop", before, runtime.NumGoroutine())
-		}
-		time.Sleep(time.Millisecond) // goroutine exit has no event to await
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seedf75a49c6/weave/internal/netnstest"
 	"github.com/seedf75a49c6/weave/ipam/address"
 )
 
@@ -210,10 +211,13 @@ func TestStopIdempotentAndFailsPending(t *testing.T) {
 	a := n.addPeer(1, consensus(3))
 	done := make(chan error, 1)
 	go func() { _, err := a.Allocate(context.Background(), "c", universe12); done <- err }()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(a.Status().PendingAllocates) == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond) // poll: no event marks "op queued"
-	}
+	// No event marks "op queued": poll, and fail if it never is.
+	netnstest.WaitFor(t, 5*time.Second, "the allocation to be pending", func() error {
+		if n := len(a.Status().PendingAllocates); n == 0 {
+			return errors.New("no pending allocation")
+		}
+		return nil
+	})
 	a.Stop()
 	a.Stop()
 	if err := <-done; !errors.Is(err, ErrStopped) {

@@ -1,14 +1,15 @@
 package ipam
 
 import (
-	"runtime"
 	"testing"
 	"time"
+
+	"github.com/seedf75a49c6/weave/internal/testutil"
 )
 
 // TestNoGoroutineLeak: Start/Stop cycles leave no goroutine behind.
 func TestNoGoroutineLeak(t *testing.T) {
-	before := runtime.NumGoroutine()
+	testutil.CheckGoroutines(t, 5*time.Second)
 	for i := 0; i < 20; i++ {
 		cfg := DefaultConfig()
 		cfg.OurName, cfg.OurUID = 1, 1
@@ -27,13 +28,6 @@ func TestNoGoroutineLeak(t *testing.T) {
 		t.Fatal(err)
 	}
 	never.Stop() // never started
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond) // poll: goroutine exit has no event
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		t.Fatalf("goroutines: %d before, %d after", before, n)
-	}
 }
 
 func TestDefaultConfig(t *testing.T) {

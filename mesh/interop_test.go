@@ -40,9 +40,6 @@ func tryStartRouter(t *testing.T, name, nick string, password []byte) (tr *testR
 	interval := 2 * time.Second
 	cfg := wmesh.Config{Host: "127.0.0.1", Port: port, Password: password, ConnLimit: 64,
 		ProtocolMinVersion: wmesh.ProtocolMinVersion, PeerDiscovery: true, GossipInterval: &interval}
-	if err := CheckRouterConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
 	r, err := wmesh.NewRouter(cfg, mustName(t, name), nick, wmesh.NullOverlay{}, Logger(l))
 	if err != nil {
 		t.Fatal(err)
@@ -136,8 +133,11 @@ func TestInteropWrongPasswordNeverEstablishes(t *testing.T) {
 	waitFor(t, 10*time.Second, "b's target shows a failure", func() bool {
 		return targetError(b, a.addr(), "")
 	})
-	waitFor(t, 10*time.Second, "c's target shows the crypto mismatch", func() bool {
-		return targetError(c, a.addr(), "encrypted connection")
+	// Likewise for c (no password): the dialler may only see the reset and
+	// retry seconds later, while a has already logged the mismatch.
+	waitFor(t, 10*time.Second, "the crypto mismatch on c's target or in a's log", func() bool {
+		return targetError(c, a.addr(), "encrypted connection") ||
+			strings.Contains(a.log.String(), "peer requested an unencrypted connection")
 	})
 	for _, r := range []*testRouter{a, b, c} {
 		if establishedTo(r, "") {

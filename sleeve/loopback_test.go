@@ -7,12 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"runtime"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/seedf75a49c6/weave/internal/testutil"
 	"github.com/seedf75a49c6/weave/router"
 	"github.com/weaveworks/mesh"
 )
@@ -80,21 +80,7 @@ func newTestOverlay(t *testing.T, name mesh.PeerName, h router.FrameHandler, tim
 
 // checkGoroutines fails the test if goroutines started during it are
 // still running once it ends (Stop must join everything).
-func checkGoroutines(t *testing.T) {
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(3 * time.Second)
-		for runtime.NumGoroutine() > before {
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<16)
-				t.Errorf("goroutine leak: %d > %d\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
-				return
-			}
-			runtime.Gosched()
-			time.Sleep(time.Millisecond) // polling: there is no event for "goroutine exited"
-		}
-	})
-}
+func checkGoroutines(t *testing.T) { testutil.CheckGoroutines(t, 3*time.Second) }
 
 // pair wires two forwarders over loopback with an in-memory control channel.
 func pair(t *testing.T, oa, ob *Overlay, key *[32]byte) (fa, fb router.Forwarder) {

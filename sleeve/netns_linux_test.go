@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net"
-	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seedf75a49c6/weave/internal/netnstest"
 	"github.com/seedf75a49c6/weave/router"
 	"github.com/weaveworks/mesh"
 	"golang.org/x/sys/unix"
@@ -20,9 +20,8 @@ import (
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPING: needs root (CAP_NET_ADMIN) to create network namespaces and veth links")
-	}
+	netnstest.RequireRoot(t)
+	netnstest.RequireTools(t, "ip")
 }
 
 func runCmd(t *testing.T, args ...string) {

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-
 	"github.com/seedf75a49c6/weave/internal/netns"
+	"github.com/seedf75a49c6/weave/internal/netnstest"
+	"github.com/vishvananda/netlink"
 )
 
 // testEtherType is the IEEE local experimental EtherType, so test frames are
@@ -22,7 +22,7 @@ const testEtherType = 0x88b5
 // returns the namespace path and the two names.
 func vethPair(t testing.TB) (nsPath, a, b string) {
 	t.Helper()
-	_, nsPath = netns.NewTestNS(t)
+	_, nsPath = netnstest.NewNS(t)
 	a, b = netns.RandomName("ca"), netns.RandomName("cb")
 	err := netns.Do(nsPath, func() error {
 		veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: a}, PeerName: b}
@@ -206,7 +206,7 @@ func TestCloseUnblocksRun(t *testing.T) {
 }
 
 func TestOpenMissingInterface(t *testing.T) {
-	netns.RequireRoot(t)
+	netnstest.RequireRoot(t)
 	if _, err := Open("nosuchif0"); err == nil {
 		t.Fatal("Open of a missing interface succeeded")
 	}

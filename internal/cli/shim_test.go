@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/seedf75a49c6/weave/internal/netnstest"
 )
 
 // shimPath is the top-level weave script, two directories up.
@@ -38,11 +40,8 @@ func TestShimIsCleanAndSmall(t *testing.T) {
 	if out, err := exec.Command("sh", "-n", p).CombinedOutput(); err != nil {
 		t.Errorf("sh -n weave: %v\n%s", err, out)
 	}
-	sc, err := exec.LookPath("shellcheck")
-	if err != nil {
-		t.Skip("SKIPPING shellcheck: not installed (apt-get install shellcheck)")
-	}
-	if out, err := exec.Command(sc, "-s", "sh", p).CombinedOutput(); err != nil {
+	netnstest.RequireTools(t, "shellcheck")
+	if out, err := exec.Command("shellcheck", "-s", "sh", p).CombinedOutput(); err != nil {
 		t.Errorf("shellcheck weave: %v\n%s", err, out)
 	}
 }

@@ -10,14 +10,15 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/vishvananda/netlink"
-
 	"github.com/seedf75a49c6/weave/internal/netns"
+	"github.com/seedf75a49c6/weave/internal/netnstest"
+	"github.com/seedf75a49c6/weave/internal/nlsafe"
+	"github.com/vishvananda/netlink"
 )
 
 func newContainerNS(t *testing.T) (name, path string) {
 	t.Helper()
-	return netns.NewTestNS(t)
+	return netnstest.NewNS(t)
 }
 
 func TestAttachContainer(t *testing.T) {
@@ -115,7 +116,7 @@ func checkContainer(t *testing.T, nsPath string, mac net.HardwareAddr, want []ne
 		t.Errorf("container MTU %d, want the bridge's 1400", l.Attrs().MTU)
 	}
 	in(t, nsPath, func() error {
-		routes, err := netlink.RouteList(l, netlink.FAMILY_V4)
+		routes, err := nlsafe.RouteList(nil, l, netlink.FAMILY_V4)
 		if err != nil {
 			return err
 		}

@@ -5,12 +5,14 @@ package netdev
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"net/netip"
 	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/seedf75a49c6/weave/internal/capture"
+	"github.com/seedf75a49c6/weave/internal/netnstest"
 )
 
 // TestGratuitousARPOnAttach watches c2's ethwe while c1 is attached and
@@ -58,11 +60,9 @@ func TestGratuitousARPOnAttach(t *testing.T) {
 
 // TestForwardDropPolicy checks that with br_netfilter active and FORWARD
 // policy DROP (a Docker host), containers on the bridge reach each other
-// only once EnsureIPTables has run.
+// only once the Firewall has Ensured its rules.
 func TestForwardDropPolicy(t *testing.T) {
-	if _, err := exec.LookPath("ping"); err != nil {
-		t.Skip("SKIPPING: ping not installed")
-	}
+	netnstest.RequireTools(t, "ping")
 	host, bridge := hostWithBridge(t, 0)
 	var nf string
 	in(t, host, func() error {
@@ -71,7 +71,7 @@ func TestForwardDropPolicy(t *testing.T) {
 		return err
 	})
 	if nf != "1" {
-		t.Skipf("SKIPPING: br_netfilter not active in test namespaces (bridge-nf-call-iptables=%q)", nf)
+		netnstest.SkipOrFail(t, fmt.Sprintf("br_netfilter not active in test namespaces (bridge-nf-call-iptables=%q; modprobe br_netfilter)", nf))
 	}
 	c1name, c1 := newContainerNS(t)
 	_, c2 := newContainerNS(t)
@@ -91,8 +91,8 @@ func TestForwardDropPolicy(t *testing.T) {
 	if ping() == nil {
 		t.Fatal("ping passed with FORWARD DROP and no rules: the test cannot show anything")
 	}
-	in(t, host, func() error { return EnsureIPTables(bridge) })
+	in(t, host, func() error { return NewFirewall(bridge, "").Ensure() })
 	if err := ping(); err != nil {
-		t.Fatalf("ping with FORWARD DROP after EnsureIPTables: %v", err)
+		t.Fatalf("ping with FORWARD DROP after Firewall.Ensure: %v", err)
 	}
 }

@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-
 	"github.com/seedf75a49c6/weave/internal/netns"
+	"github.com/seedf75a49c6/weave/internal/netnstest"
+	"github.com/seedf75a49c6/weave/internal/nlsafe"
+	"github.com/vishvananda/netlink"
 )
 
 var testMAC = net.HardwareAddr{0x02, 0x42, 0xaa, 0xbb, 0xcc, 0x01}
@@ -27,7 +28,7 @@ func in(t *testing.T, path string, fn func() error) {
 // hostWithBridge returns a fresh namespace holding a bridge with a unique name.
 func hostWithBridge(t *testing.T, mtu int) (nsPath, bridge string) {
 	t.Helper()
-	_, nsPath = netns.NewTestNS(t)
+	_, nsPath = netnstest.NewNS(t)
 	bridge = netns.RandomName("wb")
 	in(t, nsPath, func() error { return EnsureBridge(BridgeConfig{Name: bridge, MAC: testMAC, MTU: mtu}) })
 	return nsPath, bridge
@@ -50,7 +51,7 @@ func linkNames(t *testing.T, nsPath string) []string {
 	t.Helper()
 	var names []string
 	in(t, nsPath, func() error {
-		links, err := netlink.LinkList()
+		links, err := nlsafe.LinkList(nil)
 		for _, l := range links {
 			names = append(names, l.Attrs().Name)
 		}

@@ -6,11 +6,12 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/seedf75a49c6/weave/internal/netnstest"
 	vnetns "github.com/vishvananda/netns"
 )
 
 func TestDoEntersAndRestores(t *testing.T) {
-	_, path := NewTestNS(t)
+	_, path := netnstest.NewNS(t)
 	before, err := vnetns.Get()
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +50,7 @@ func TestDoEntersAndRestores(t *testing.T) {
 }
 
 func TestDoPropagatesError(t *testing.T) {
-	_, path := NewTestNS(t)
+	_, path := netnstest.NewNS(t)
 	want := errors.New("boom")
 	if err := Do(path, func() error { return want }); !errors.Is(err, want) {
 		t.Fatalf("Do error = %v, want %v", err, want)
@@ -57,7 +58,7 @@ func TestDoPropagatesError(t *testing.T) {
 }
 
 func TestDoBadPath(t *testing.T) {
-	RequireRoot(t)
+	netnstest.RequireRoot(t)
 	called := false
 	err := Do("/nonexistent/netns", func() error { called = true; return nil })
 	if err == nil || called {

@@ -18,9 +18,17 @@ func RequireRoot(t testing.TB) {
 	if os.Geteuid() == 0 {
 		return
 	}
-	const msg = "SKIPPING: needs root (CAP_NET_ADMIN) to create network namespaces; run `sudo -E go test ./...` or `make test` as root"
+	SkipOrFail(t, "needs root (CAP_NET_ADMIN) to create network namespaces; run `sudo -E go test ./...` or `make test` as root")
+}
+
+// SkipOrFail skips t loudly with reason, or fails it under CI (CI=true),
+// where every test must run. Every guard for a missing privilege, tool or
+// kernel feature goes through it.
+func SkipOrFail(t testing.TB, reason string) {
+	t.Helper()
+	msg := "SKIPPING: " + reason
 	if InCI() {
-		t.Fatal("CI=true but not root: " + msg)
+		t.Fatal("CI=true, so this is a failure: " + msg)
 	}
 	t.Skip(msg)
 }
@@ -31,11 +39,7 @@ func RequireTools(t testing.TB, tools ...string) {
 	t.Helper()
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
-			msg := "SKIPPING: needs " + tool + " on PATH (run test/deps.sh)"
-			if InCI() {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
+			SkipOrFail(t, "needs "+tool+" on PATH (run test/deps.sh)")
 		}
 	}
 }

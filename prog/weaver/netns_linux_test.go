@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seedf75a49c6/weave/internal/netnstest"
 )
 
 // TestMain lets the test binary act as weaver when re-executed inside a
@@ -31,12 +33,8 @@ func TestMain(m *testing.M) {
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPING: needs root (CAP_NET_ADMIN) to create network namespaces, bridges and veths")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("SKIPPING: needs iproute2 (ip)")
-	}
+	netnstest.RequireRoot(t)
+	netnstest.RequireTools(t, "ip")
 }
 
 func uniquePrefix(t *testing.T) string {
