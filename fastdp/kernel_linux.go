@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/seedf75a49c6/weave/internal/nlsafe"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
@@ -167,7 +168,7 @@ func (netlinkKernel) DelLink(dev string) error {
 }
 
 func (netlinkKernel) Links(prefix string) ([]string, error) {
-	ls, err := netlink.LinkList()
+	ls, err := nlsafe.LinkList(nil)
 	if err != nil {
 		return nil, fmt.Errorf("list links: %w", err)
 	}

@@ -12,11 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seedf75a49c6/weave/internal/netns"
+	"github.com/seedf75a49c6/weave/internal/nlsafe"
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
-
-	"github.com/seedf75a49c6/weave/internal/netns"
 )
 
 // ContainerPeerPrefix starts the temporary name of the container-side veth
@@ -337,7 +337,7 @@ func ContainerAddrs(netnsPath, ifName string) (mac net.HardwareAddr, addrs []net
 
 // linkPrefixes lists the addresses on link as prefixes.
 func linkPrefixes(link netlink.Link, family int) ([]netip.Prefix, error) {
-	list, err := netlink.AddrList(link, family)
+	list, err := nlsafe.AddrList(nil, link, family)
 	if err != nil {
 		return nil, fmt.Errorf("list addresses of %s: %w", link.Attrs().Name, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/seedf75a49c6/weave/internal/nlsafe"
 	"github.com/vishvananda/netlink"
 )
 
@@ -165,7 +166,7 @@ func DestroyBridge(name string) error {
 
 // deletePorts deletes the container veths enslaved to br.
 func deletePorts(br netlink.Link) error {
-	links, err := netlink.LinkList()
+	links, err := nlsafe.LinkList(nil)
 	if err != nil {
 		return fmt.Errorf("list links: %w", err)
 	}

@@ -2,7 +2,10 @@ package repotest
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -118,6 +121,43 @@ func TestImportDirection(t *testing.T) {
 			if (from == "internal" && to == "component") || (from == "component" && to == "prog") {
 				t.Errorf("%s (%s) imports %s (%s): imports run from prog to components to internal, never back",
 					p.ImportPath, from, imp, to)
+			}
+		}
+	}
+}
+
+// dumpCall matches a netlink dump (package function or Handle method)
+// that the kernel may interrupt: those go through internal/nlsafe.
+var dumpCall = regexp.MustCompile(`\b(netlink|[a-z]\w*)\.(LinkList|AddrList|RouteList|RouteListFiltered|NeighList|RuleList|QdiscList|ClassList|FilterList|BridgeVlanList|LinkSubscribeWithOptions)\(`)
+
+// TestNetlinkDumpsRetry enforces one way to dump netlink tables: every
+// dump that may return netlink.ErrDumpInterrupted retries through
+// internal/nlsafe instead of returning partial results.
+func TestNetlinkDumpsRetry(t *testing.T) {
+	rootOut, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		t.Fatalf("git rev-parse: %v", err)
+	}
+	root := strings.TrimSpace(string(rootOut))
+	out, err := exec.Command("git", "-C", root, "ls-files", "-co", "--exclude-standard", "--", "*.go").Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	files := strings.Fields(string(out))
+	if len(files) < 50 {
+		t.Fatalf("git ls-files found only %d Go files", len(files))
+	}
+	for _, f := range files {
+		if strings.HasPrefix(f, "internal/nlsafe/") {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			continue // deleted in the work tree
+		}
+		for i, line := range strings.Split(string(src), "\n") {
+			if m := dumpCall.FindStringSubmatch(line); m != nil && m[1] != "nlsafe" {
+				t.Errorf("%s:%d: %s.%s dumps netlink directly; use internal/nlsafe, which retries ErrDumpInterrupted", f, i+1, m[1], m[2])
 			}
 		}
 	}
