@@ -13,34 +13,27 @@ import (
 
 // Expose adds addr to the bridge (host access to the overlay) and the NAT
 // rules that masquerade traffic from it. Idempotent.
-func Expose(bridge string, addr netip.Prefix) error {
-	if bridge == "" {
-		bridge = DefaultBridge
-	}
-	br, err := netlink.LinkByName(bridge)
+func (f *Firewall) Expose(addr netip.Prefix) error {
+	br, err := netlink.LinkByName(f.bridge)
 	if err != nil {
-		return fmt.Errorf("look up bridge %s: %w", bridge, err)
+		return fmt.Errorf("look up bridge %s: %w", f.bridge, err)
 	}
 	if _, err := addAddrs(br, []netip.Prefix{addr}); err != nil {
 		return fmt.Errorf("expose %s: %w", addr, err)
 	}
-	iptMu.Lock()
-	err = ensureExposeRules(bridge, addr)
-	iptMu.Unlock()
+	f.mu.Lock()
+	err = f.ensureExposeLocked(addr)
+	f.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("expose %s: %w", addr, err)
 	}
-	trackExposed(bridge, addr, true)
 	return nil
 }
 
 // Hide removes an exposed address and its rules.
-func Hide(bridge string, addr netip.Prefix) error {
-	if bridge == "" {
-		bridge = DefaultBridge
-	}
-	trackExposed(bridge, addr, false)
-	errs := []error{removeExposeRules(bridge, addr)}
+func (f *Firewall) Hide(addr netip.Prefix) error {
+	bridge := f.bridge
+	errs := []error{f.removeExpose(addr)}
 	br, err := netlink.LinkByName(bridge)
 	switch {
 	case isNotFound(err):

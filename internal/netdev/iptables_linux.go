@@ -22,7 +22,7 @@ const (
 	ChainNAT    = "WEAVE"        // nat: masquerading for exposed subnets
 )
 
-// DefaultMonitorInterval is used when MonitorIPTables gets interval <= 0.
+// DefaultMonitorInterval is used when Firewall.Monitor gets interval <= 0.
 const DefaultMonitorInterval = 10 * time.Second
 
 // canaryTables lists the tables that hold a canary chain.
@@ -34,7 +34,7 @@ type iptRule struct {
 	args         []string
 }
 
-// chains returns every chain EnsureIPTables creates, by table.
+// chains returns every chain Firewall.Ensure creates, by table.
 func chains() []iptRule {
 	return []iptRule{
 		{table: "filter", chain: ChainCanary}, {table: "nat", chain: ChainCanary}, {table: "mangle", chain: ChainCanary},
@@ -57,63 +57,78 @@ func forwardRules(br string) []iptRule {
 // natJump sends POSTROUTING through our nat chain.
 var natJump = iptRule{"nat", "POSTROUTING", []string{"-j", ChainNAT}}
 
-// EnsureIPTables installs the rules that let traffic on the bridge pass on a
-// host whose FORWARD policy is DROP, plus a WEAVE-CANARY chain used to
-// detect flushes. Idempotent.
-func EnsureIPTables(bridge string) error {
+// Firewall owns weave's iptables rules for one bridge: the FORWARD rules
+// that let bridged traffic pass a DROP policy, the canary chains that
+// reveal a flush, and the rules of the addresses exposed on the bridge. It
+// serialises its own check-then-add edits (the monitor and an HTTP expose
+// never add a rule twice) and remembers what it exposed, so Monitor can
+// restore it. The daemon owns one; a CLI verb makes a short-lived one.
+type Firewall struct {
+	bridge string
+	ipt    iptablesCmd
+
+	mu      sync.Mutex
+	exposed map[netip.Prefix]struct{}
+}
+
+// NewFirewall returns the firewall of bridge ("" = DefaultBridge), run
+// with the iptables binary bin ("" = "iptables"; "iptables-legacy" or
+// "iptables-nft" pin a backend).
+func NewFirewall(bridge, bin string) *Firewall {
 	if bridge == "" {
 		bridge = DefaultBridge
 	}
-	iptMu.Lock()
-	defer iptMu.Unlock()
-	return ensureIPTablesLocked(bridge)
+	if bin == "" {
+		bin = "iptables"
+	}
+	return &Firewall{bridge: bridge, ipt: iptablesCmd(bin), exposed: map[netip.Prefix]struct{}{}}
 }
 
-// iptMu serialises our check-then-add rule edits within the process, so
-// concurrent callers (the monitor and an HTTP expose) never add a rule twice.
-var iptMu sync.Mutex
+// Ensure installs the forward rules and the canary chains. Idempotent.
+func (f *Firewall) Ensure() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ensureLocked()
+}
 
-func ensureIPTablesLocked(bridge string) error {
+func (f *Firewall) ensureLocked() error {
 	for _, c := range chains() {
-		if err := ensureChain(c.table, c.chain); err != nil {
+		if err := f.ipt.ensureChain(c.table, c.chain); err != nil {
 			return err
 		}
 	}
-	for i, r := range forwardRules(bridge) {
-		if err := ensureRule(r, i+1); err != nil {
+	for i, r := range forwardRules(f.bridge) {
+		if err := f.ipt.ensureRule(r, i+1); err != nil {
 			return err
 		}
 	}
-	return ensureRule(natJump, 0)
+	return f.ipt.ensureRule(natJump, 0)
 }
 
-// RemoveIPTables removes every rule and chain EnsureIPTables and Expose add.
-func RemoveIPTables(bridge string) error {
-	if bridge == "" {
-		bridge = DefaultBridge
-	}
-	iptMu.Lock()
-	defer iptMu.Unlock()
+// Remove removes every rule and chain Ensure and Expose add.
+func (f *Firewall) Remove() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	var errs []error
-	for _, r := range append(forwardRules(bridge), natJump) {
-		errs = append(errs, deleteRule(r))
+	for _, r := range append(forwardRules(f.bridge), natJump) {
+		errs = append(errs, f.ipt.deleteRule(r))
 	}
 	for _, c := range chains() {
-		errs = append(errs, deleteChain(c.table, c.chain))
+		errs = append(errs, f.ipt.deleteChain(c.table, c.chain))
 	}
 	return errors.Join(errs...)
 }
 
-// MonitorIPTables re-applies EnsureIPTables (and re-exposes addresses) when
-// the canary chain disappears, checking every interval (default 10s), until
-// ctx ends. It blocks, running iptables from the calling goroutine, so a
+// Monitor re-applies the rules (and re-exposes addresses) when a canary
+// chain disappears, checking every interval (default 10s), until ctx
+// ends. It blocks, running iptables from the calling goroutine, so a
 // caller inside netns.Do monitors that namespace.
-func MonitorIPTables(ctx context.Context, bridge string, interval time.Duration, log *slog.Logger) {
+func (f *Firewall) Monitor(ctx context.Context, interval time.Duration, log *slog.Logger) {
 	if interval <= 0 {
 		interval = DefaultMonitorInterval
 	}
 	if v, err := readSysctl("net/bridge/bridge-nf-call-iptables"); err == nil && v == "1" {
-		log.Info("br_netfilter is active; bridged frames traverse FORWARD, which our rules accept", "bridge", bridge)
+		log.Info("br_netfilter is active; bridged frames traverse FORWARD, which our rules accept", "bridge", f.bridge)
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -123,63 +138,76 @@ func MonitorIPTables(ctx context.Context, bridge string, interval time.Duration,
 			return
 		case <-t.C:
 		}
-		if missing := missingCanaries(); len(missing) > 0 {
-			log.Warn("iptables canary chain missing, re-applying rules", "bridge", bridge, "tables", missing)
-			if err := reapply(bridge); err != nil {
-				log.Error("re-apply iptables rules", "bridge", bridge, "err", err)
+		if missing := f.missingCanaries(); len(missing) > 0 {
+			log.Warn("iptables canary chain missing, re-applying rules", "bridge", f.bridge, "tables", missing)
+			if err := f.reapply(); err != nil {
+				log.Error("re-apply iptables rules", "bridge", f.bridge, "err", err)
 			}
 		}
 	}
 }
 
 // missingCanaries lists the tables whose canary chain is gone.
-func missingCanaries() []string {
+func (f *Firewall) missingCanaries() []string {
 	var missing []string
 	for _, table := range canaryTables {
-		if !chainExists(table, ChainCanary) {
+		if !f.ipt.chainExists(table, ChainCanary) {
 			missing = append(missing, table)
 		}
 	}
 	return missing
 }
 
-// reapply restores the base rules and every exposed address of bridge.
-func reapply(bridge string) error {
-	iptMu.Lock()
-	defer iptMu.Unlock()
-	errs := []error{ensureIPTablesLocked(bridge)}
-	for _, p := range exposedAddrs(bridge) {
-		errs = append(errs, ensureExposeRules(bridge, p))
+// reapply restores the base rules and every exposed address.
+func (f *Firewall) reapply() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	errs := []error{f.ensureLocked()}
+	for p := range f.exposed {
+		errs = append(errs, f.ensureExposeLocked(p))
 	}
 	return errors.Join(errs...)
 }
 
-// ensureExposeRules adds the rules for one exposed address; iptMu held.
-func ensureExposeRules(bridge string, addr netip.Prefix) error {
-	if err := ensureIPTablesLocked(bridge); err != nil {
+// ensureExposeLocked adds the rules for one exposed address; f.mu held.
+func (f *Firewall) ensureExposeLocked(addr netip.Prefix) error {
+	if err := f.ensureLocked(); err != nil {
 		return err
 	}
-	for i, r := range exposeRules(bridge, addr) {
+	for i, r := range exposeRules(f.bridge, addr) {
 		pos := 0
 		if i == 0 {
 			pos = 1 // multicast RETURN goes ahead of every MASQUERADE
 		}
-		if err := ensureRule(r, pos); err != nil {
+		if err := f.ipt.ensureRule(r, pos); err != nil {
 			return err
 		}
 	}
+	f.exposed[addr] = struct{}{}
 	return nil
 }
 
-// removeExposeRules deletes the rules for one exposed address.
-func removeExposeRules(bridge string, addr netip.Prefix) error {
-	iptMu.Lock()
-	defer iptMu.Unlock()
+// removeExpose deletes the rules for one exposed address and forgets it.
+func (f *Firewall) removeExpose(addr netip.Prefix) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.exposed, addr)
 	var errs []error
-	for _, r := range exposeRules(bridge, addr) {
-		errs = append(errs, deleteRule(r))
+	for _, r := range exposeRules(f.bridge, addr) {
+		errs = append(errs, f.ipt.deleteRule(r))
 	}
 	return errors.Join(errs...)
+}
+
+// exposedAddrs lists the addresses f has exposed.
+func (f *Firewall) exposedAddrs() []netip.Prefix {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]netip.Prefix, 0, len(f.exposed))
+	for p := range f.exposed {
+		out = append(out, p)
+	}
+	return out
 }
 
 // exposeRules masquerade traffic between the overlay subnet and the rest
@@ -194,107 +222,75 @@ func exposeRules(bridge string, addr netip.Prefix) []iptRule {
 	}
 }
 
-// iptables runs the iptables binary (waiting for the xtables lock).
-func iptables(args ...string) (string, error) {
-	out, err := exec.Command("iptables", append([]string{"-w"}, args...)...).CombinedOutput()
+// iptablesCmd is the iptables binary that edits the rules.
+type iptablesCmd string
+
+// run runs the iptables binary (waiting for the xtables lock).
+func (ipt iptablesCmd) run(args ...string) (string, error) {
+	out, err := exec.Command(string(ipt), append([]string{"-w"}, args...)...).CombinedOutput()
 	if err != nil {
-		return string(out), fmt.Errorf("run iptables %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		return string(out), fmt.Errorf("run %s %s: %w: %s", ipt, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return string(out), nil
 }
 
-func chainExists(table, chain string) bool {
-	_, err := iptables("-t", table, "-S", chain)
+func (ipt iptablesCmd) chainExists(table, chain string) bool {
+	_, err := ipt.run("-t", table, "-S", chain)
 	return err == nil
 }
 
-func ensureChain(table, chain string) error {
-	if chainExists(table, chain) {
+func (ipt iptablesCmd) ensureChain(table, chain string) error {
+	if ipt.chainExists(table, chain) {
 		return nil
 	}
-	if _, err := iptables("-t", table, "-N", chain); err != nil && !chainExists(table, chain) {
+	if _, err := ipt.run("-t", table, "-N", chain); err != nil && !ipt.chainExists(table, chain) {
 		return fmt.Errorf("create chain %s/%s: %w", table, chain, err)
 	}
 	return nil
 }
 
-func deleteChain(table, chain string) error {
-	if !chainExists(table, chain) {
+func (ipt iptablesCmd) deleteChain(table, chain string) error {
+	if !ipt.chainExists(table, chain) {
 		return nil
 	}
-	if _, err := iptables("-t", table, "-F", chain); err != nil {
+	if _, err := ipt.run("-t", table, "-F", chain); err != nil {
 		return fmt.Errorf("flush chain %s/%s: %w", table, chain, err)
 	}
-	if _, err := iptables("-t", table, "-X", chain); err != nil {
+	if _, err := ipt.run("-t", table, "-X", chain); err != nil {
 		return fmt.Errorf("delete chain %s/%s: %w", table, chain, err)
 	}
 	return nil
 }
 
-func ruleExists(r iptRule) bool {
-	_, err := iptables(append([]string{"-t", r.table, "-C", r.chain}, r.args...)...)
+func (ipt iptablesCmd) ruleExists(r iptRule) bool {
+	_, err := ipt.run(append([]string{"-t", r.table, "-C", r.chain}, r.args...)...)
 	return err == nil
 }
 
 // ensureRule adds r if missing: inserted at pos (1-based), or appended if pos is 0.
-func ensureRule(r iptRule, pos int) error {
-	if ruleExists(r) {
+func (ipt iptablesCmd) ensureRule(r iptRule, pos int) error {
+	if ipt.ruleExists(r) {
 		return nil
 	}
 	op := []string{"-t", r.table, "-A", r.chain}
 	if pos > 0 {
 		op = []string{"-t", r.table, "-I", r.chain, strconv.Itoa(pos)}
 	}
-	if _, err := iptables(append(op, r.args...)...); err != nil {
+	if _, err := ipt.run(append(op, r.args...)...); err != nil {
 		return fmt.Errorf("add rule to %s/%s: %w", r.table, r.chain, err)
 	}
 	return nil
 }
 
 // deleteRule removes every copy of r; a missing rule or chain is fine.
-func deleteRule(r iptRule) error {
+func (ipt iptablesCmd) deleteRule(r iptRule) error {
 	for range 16 {
-		if !ruleExists(r) {
+		if !ipt.ruleExists(r) {
 			return nil
 		}
-		if _, err := iptables(append([]string{"-t", r.table, "-D", r.chain}, r.args...)...); err != nil {
+		if _, err := ipt.run(append([]string{"-t", r.table, "-D", r.chain}, r.args...)...); err != nil {
 			return fmt.Errorf("delete rule from %s/%s: %w", r.table, r.chain, err)
 		}
 	}
 	return fmt.Errorf("delete rule from %s/%s: still present after 16 deletions", r.table, r.chain)
-}
-
-// exposed tracks exposed addresses per bridge, so MonitorIPTables can
-// restore their rules after a flush.
-var exposed = struct {
-	sync.Mutex
-	addrs map[string]map[netip.Prefix]struct{}
-}{addrs: map[string]map[netip.Prefix]struct{}{}}
-
-func trackExposed(bridge string, p netip.Prefix, on bool) {
-	exposed.Lock()
-	defer exposed.Unlock()
-	m := exposed.addrs[bridge]
-	if on {
-		if m == nil {
-			m = map[netip.Prefix]struct{}{}
-			exposed.addrs[bridge] = m
-		}
-		m[p] = struct{}{}
-		return
-	}
-	delete(m, p)
-	if len(m) == 0 {
-		delete(exposed.addrs, bridge)
-	}
-}
-
-func exposedAddrs(bridge string) []netip.Prefix {
-	exposed.Lock()
-	defer exposed.Unlock()
-	out := make([]netip.Prefix, 0, len(exposed.addrs[bridge]))
-	for p := range exposed.addrs[bridge] {
-		out = append(out, p)
-	}
-	return out
 }

@@ -15,10 +15,10 @@ import (
 	"github.com/seedf75a49c6/weave/internal/netns"
 )
 
-func TestEnsureIPTablesRules(t *testing.T) {
+func TestFirewallEnsureRules(t *testing.T) {
 	nsPath, bridge := hostWithBridge(t, 0)
-	in(t, nsPath, func() error { return EnsureIPTables(bridge) })
-	in(t, nsPath, func() error { return EnsureIPTables(bridge) }) // idempotent
+	in(t, nsPath, func() error { return NewFirewall(bridge, "").Ensure() })
+	in(t, nsPath, func() error { return NewFirewall(bridge, "").Ensure() }) // idempotent
 	dump := iptablesSave(t, nsPath)
 	want := []string{
 		"-A FORWARD -i " + bridge + " -o " + bridge + " -j ACCEPT",
@@ -37,17 +37,17 @@ func TestEnsureIPTablesRules(t *testing.T) {
 	if n := countLines(dump, ":WEAVE-CANARY - [0:0]"); n != 3 {
 		t.Errorf("WEAVE-CANARY in %d tables, want 3 (filter, nat, mangle)", n)
 	}
-	in(t, nsPath, func() error { return RemoveIPTables(bridge) })
+	in(t, nsPath, func() error { return NewFirewall(bridge, "").Remove() })
 	if dump := iptablesSave(t, nsPath); strings.Contains(dump, "WEAVE") {
-		t.Errorf("RemoveIPTables left WEAVE rules:\n%s", dump)
+		t.Errorf("Firewall.Remove left WEAVE rules:\n%s", dump)
 	}
 }
 
 func TestMonitorRestoresCanaryAndExposure(t *testing.T) {
 	nsPath, bridge := hostWithBridge(t, 0)
 	exposeAddr := netip.MustParsePrefix("10.40.0.1/16")
-	in(t, nsPath, func() error { return Expose(bridge, exposeAddr) })
-	t.Cleanup(func() { _ = Hide(bridge, exposeAddr) }) // drop in-memory tracking
+	fw := NewFirewall(bridge, "")
+	in(t, nsPath, func() error { return fw.Expose(exposeAddr) })
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -55,7 +55,7 @@ func TestMonitorRestoresCanaryAndExposure(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		_ = netns.Do(nsPath, func() error {
-			MonitorIPTables(ctx, bridge, 50*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			fw.Monitor(ctx, 50*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			return nil
 		})
 	}()
@@ -81,8 +81,9 @@ func TestMonitorRestoresCanaryAndExposure(t *testing.T) {
 func TestExposeHide(t *testing.T) {
 	nsPath, bridge := hostWithBridge(t, 0)
 	addr := netip.MustParsePrefix("10.41.0.1/16")
+	fw := NewFirewall(bridge, "")
 	for range 2 { // idempotent
-		in(t, nsPath, func() error { return Expose(bridge, addr) })
+		in(t, nsPath, func() error { return fw.Expose(addr) })
 	}
 	dump := iptablesSave(t, nsPath)
 	for _, line := range []string{
@@ -98,14 +99,14 @@ func TestExposeHide(t *testing.T) {
 	if !bridgeHas(t, nsPath, bridge, addr) {
 		t.Errorf("bridge lacks exposed address %s", addr)
 	}
-	in(t, nsPath, func() error { return Hide(bridge, addr) })
+	in(t, nsPath, func() error { return fw.Hide(addr) })
 	if bridgeHas(t, nsPath, bridge, addr) {
 		t.Errorf("bridge still has %s after Hide", addr)
 	}
 	if dump := iptablesSave(t, nsPath); strings.Contains(dump, "10.41.0.0/16") {
 		t.Errorf("Hide left rules:\n%s", dump)
 	}
-	if got := exposedAddrs(bridge); len(got) != 0 {
+	if got := fw.exposedAddrs(); len(got) != 0 {
 		t.Errorf("still tracking %v after Hide", got)
 	}
 }

@@ -16,14 +16,26 @@ func EnsureBridge(cfg BridgeConfig) error { return ErrUnsupported }
 // DestroyBridge returns ErrUnsupported outside Linux.
 func DestroyBridge(name string) error { return ErrUnsupported }
 
-// EnsureIPTables returns ErrUnsupported outside Linux.
-func EnsureIPTables(bridge string) error { return ErrUnsupported }
+// Firewall is unsupported outside Linux.
+type Firewall struct{}
 
-// RemoveIPTables returns ErrUnsupported outside Linux.
-func RemoveIPTables(bridge string) error { return ErrUnsupported }
+// NewFirewall returns a Firewall whose methods fail with ErrUnsupported.
+func NewFirewall(bridge, bin string) *Firewall { return &Firewall{} }
 
-// MonitorIPTables logs that it is unsupported and returns at once.
-func MonitorIPTables(ctx context.Context, bridge string, interval time.Duration, log *slog.Logger) {
+// Ensure returns ErrUnsupported outside Linux.
+func (*Firewall) Ensure() error { return ErrUnsupported }
+
+// Remove returns ErrUnsupported outside Linux.
+func (*Firewall) Remove() error { return ErrUnsupported }
+
+// Expose returns ErrUnsupported outside Linux.
+func (*Firewall) Expose(addr netip.Prefix) error { return ErrUnsupported }
+
+// Hide returns ErrUnsupported outside Linux.
+func (*Firewall) Hide(addr netip.Prefix) error { return ErrUnsupported }
+
+// Monitor logs that it is unsupported and returns at once.
+func (*Firewall) Monitor(ctx context.Context, interval time.Duration, log *slog.Logger) {
 	log.Warn("iptables monitor not started", "err", ErrUnsupported)
 }
 
@@ -37,12 +49,6 @@ func DetachContainer(netnsPath, ifName string, addrs []netip.Prefix) error { ret
 func ContainerAddrs(netnsPath, ifName string) (mac net.HardwareAddr, addrs []netip.Prefix, ok bool, err error) {
 	return nil, nil, false, ErrUnsupported
 }
-
-// Expose returns ErrUnsupported outside Linux.
-func Expose(bridge string, addr netip.Prefix) error { return ErrUnsupported }
-
-// Hide returns ErrUnsupported outside Linux.
-func Hide(bridge string, addr netip.Prefix) error { return ErrUnsupported }
 
 // DeleteLink returns ErrUnsupported outside Linux.
 func DeleteLink(name string) error { return ErrUnsupported }

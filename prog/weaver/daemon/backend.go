@@ -4,11 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"strings"
 	"sync"
 	"sync/atomic"
-
-	wmesh "github.com/weaveworks/mesh"
 
 	"github.com/seedf75a49c6/weave/dns"
 	"github.com/seedf75a49c6/weave/internal/capture"
@@ -18,6 +15,7 @@ import (
 	"github.com/seedf75a49c6/weave/liveness"
 	"github.com/seedf75a49c6/weave/prog/weaver/httpapi"
 	"github.com/seedf75a49c6/weave/router"
+	wmesh "github.com/weaveworks/mesh"
 )
 
 // backend is the httpapi.Backend over the running components.
@@ -27,9 +25,11 @@ type backend struct {
 	capture *capture.Handle
 	dataDir string
 	bridge  string
-	log     *slog.Logger
-	ready   atomic.Bool
-	ipam    *ipam.Allocator // nil when IPAM is off
+	// firewall holds the bridge's iptables rules and exposed addresses.
+	firewall *netdev.Firewall
+	log      *slog.Logger
+	ready    atomic.Bool
+	ipam     *ipam.Allocator // nil when IPAM is off
 	// weaveDNS; both nil with --no-dns
 	dns       *dns.Nameserver
 	dnsServer *dns.Server
@@ -94,24 +94,8 @@ func (h *frameHandler) HandleForwarded(src, dst wmesh.PeerName, frame []byte) {
 	}
 }
 
-// meshLogger passes mesh's log lines on and raises a peer-name collision,
-// which mesh only reports as a connection error, to a clear warning.
-type meshLogger struct {
-	next wmesh.Logger
-	log  *slog.Logger
-}
-
-func (l meshLogger) Printf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	if strings.Contains(msg, "peer names collision") {
-		l.log.Warn("peer name collision: another peer uses our peer name; give each host a unique --name (or delete its data dir peername file)",
-			"detail", msg)
-	}
-	l.next.Printf("%s", msg)
-}
-
 func (b *backend) Expose(addr netip.Prefix) error {
-	if err := netdev.Expose(b.bridge, addr); err != nil {
+	if err := b.firewall.Expose(addr); err != nil {
 		return fmt.Errorf("expose %s on %s: %w", addr, b.bridge, err)
 	}
 	b.log.Info("exposed address on the bridge", "cidr", addr.String(), "bridge", b.bridge)

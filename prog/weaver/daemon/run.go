@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	wmesh "github.com/weaveworks/mesh"
-
 	"github.com/seedf75a49c6/weave/internal/capture"
 	"github.com/seedf75a49c6/weave/internal/netdev"
 	"github.com/seedf75a49c6/weave/internal/pidfile"
@@ -20,6 +18,7 @@ import (
 	"github.com/seedf75a49c6/weave/prog/weaver/httpapi"
 	"github.com/seedf75a49c6/weave/router"
 	"github.com/seedf75a49c6/weave/sleeve"
+	wmesh "github.com/weaveworks/mesh"
 )
 
 const (
@@ -33,8 +32,9 @@ type daemon struct {
 	log      *slog.Logger
 	cleanups []func()
 	wg       sync.WaitGroup
-	pid      *pidfile.File // released last, once everything is down
-	mtu      int           // bridge (and fast path) MTU
+	pid      *pidfile.File    // released last, once everything is down
+	mtu      int              // bridge (and fast path) MTU
+	firewall *netdev.Firewall // the bridge's iptables rules and exposed addresses
 }
 
 func (d *daemon) onStop(f func()) { d.cleanups = append(d.cleanups, f) }
@@ -141,10 +141,11 @@ func (d *daemon) setupHost(ctx context.Context, name wmesh.PeerName) error {
 	if err := netdev.EnsureBridge(bc); err != nil {
 		return fmt.Errorf("set up bridge %s: %w", d.cfg.Bridge, err)
 	}
-	if err := netdev.EnsureIPTables(d.cfg.Bridge); err != nil {
+	d.firewall = netdev.NewFirewall(d.cfg.Bridge, "")
+	if err := d.firewall.Ensure(); err != nil {
 		return fmt.Errorf("set up iptables for %s: %w", d.cfg.Bridge, err)
 	}
-	d.spawn(func() { netdev.MonitorIPTables(ctx, d.cfg.Bridge, iptablesCheckInterval, d.log) })
+	d.spawn(func() { d.firewall.Monitor(ctx, iptablesCheckInterval, d.log) })
 	return nil
 }
 
@@ -169,7 +170,7 @@ func (d *daemon) startDataPlane(name wmesh.PeerName) (*backend, error) {
 	fh.r.Store(nr)
 	d.onStop(nr.Stop)
 	mr, err := wmesh.NewRouter(meshConfig(c), name, c.NickName, nr.MeshOverlay(),
-		meshLogger{next: ourmesh.Logger(d.log), log: d.log})
+		ourmesh.Logger(d.log))
 	if err != nil {
 		return nil, fmt.Errorf("create mesh router: %w", err)
 	}
@@ -186,7 +187,7 @@ func (d *daemon) startDataPlane(name wmesh.PeerName) (*backend, error) {
 			d.log.Error("capture stopped", "iface", netdev.DefaultPcapIface, "err", err)
 		}
 	})
-	return &backend{mesh: mr, net: nr, capture: h, dataDir: c.DataDir, bridge: c.Bridge, log: d.log}, nil
+	return &backend{mesh: mr, net: nr, capture: h, dataDir: c.DataDir, bridge: c.Bridge, firewall: d.firewall, log: d.log}, nil
 }
 
 func meshConfig(c Config) wmesh.Config {
