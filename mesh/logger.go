@@ -36,9 +36,18 @@ var collisionMarkers = []string{
 	"Multiple connections to",
 }
 
+// collisionHint tells the operator what a peer-name collision means and
+// how to fix it; mesh itself only reports it as a connection error.
+const collisionHint = "another peer uses our peer name (a cloned host?): give each host a unique --name, or delete the peername file in its data dir"
+
 func (a *slogAdapter) Printf(format string, args ...interface{}) {
 	msg := strings.TrimSuffix(fmt.Sprintf(format, args...), "\n")
-	a.l.Log(context.Background(), levelFor(msg), msg)
+	level := levelFor(msg)
+	if level == slog.LevelWarn && strings.Contains(msg, collisionMarkers[0]) {
+		a.l.Log(context.Background(), level, msg, "hint", collisionHint)
+		return
+	}
+	a.l.Log(context.Background(), level, msg)
 }
 
 func levelFor(msg string) slog.Level {

@@ -51,6 +51,9 @@ func TestLoggerLevelsAndComponent(t *testing.T) {
 	if !strings.Contains(lines[0], `msg="->[127.0.0.1:1234] connection accepted"`) {
 		t.Errorf("message not formatted: %q", lines[0])
 	}
+	if !strings.Contains(lines[1], "hint=") || strings.Contains(lines[2], "hint=") {
+		t.Errorf("want the peer-name hint on the collision line only: %q", lines[1:])
+	}
 	if strings.Contains(lines[2], `\n`) {
 		t.Errorf("trailing newline kept: %q", lines[2])
 	}

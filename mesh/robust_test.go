@@ -237,8 +237,8 @@ func TestMeshPatchApplied(t *testing.T) {
 
 const panicChildEnv = "WEAVE_MESH_PANIC_CHILD"
 
-// TestMinVersionZeroPanics proves why CheckRouterConfig rejects
-// ProtocolMinVersion 0: a child process runs a router with the zero-value
+// TestMinVersionZeroPanics proves why weaver's config validation refuses
+// --min-protocol-version 0: a child process runs a router with the zero-value
 // config and one 7-byte header from the network kills it.
 func TestMinVersionZeroPanics(t *testing.T) {
 	port := freePort(t)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/seedf75a49c6/weave/internal/busypoll"
 	"log/slog"
 	"net/netip"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/seedf75a49c6/weave/internal/busypoll"
 	"github.com/seedf75a49c6/weave/router"
 	"github.com/weaveworks/mesh"
 )
@@ -71,7 +71,7 @@ type Config struct {
 	Port      int                 // UDP port, the same number as the mesh TCP port (default 6783; 0 picks one, for tests)
 	LocalPeer mesh.PeerName       // our peer name (datagram sender field)
 	Handler   router.FrameHandler // receives decoded data frames (required)
-	Logger    *slog.Logger        // default: slog.Default()
+	Logger    *slog.Logger        // nil: discard
 	PktDebug  bool                // log every received datagram at debug level
 	Timing    Timing              // zero fields = DefaultTiming()
 	// NoJumbo stops us offering jumbo framing (see JumboFeature). Default
@@ -129,7 +129,7 @@ func New(cfg Config) (*Overlay, error) {
 		return nil, errors.New("new sleeve overlay: Config.Handler is required")
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Timing = cfg.Timing.withDefaults()
 	socks, err := openSockets(cfg.Host, cfg.Port)

@@ -10,6 +10,7 @@
 package ring
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -203,7 +204,7 @@ func (r *Ring) RangesOf(peer mesh.PeerName) []address.Range {
 		}
 		out = append(out, r.rangesOf(i)...)
 	}
-	slices.SortFunc(out, func(a, b address.Range) int { return cmpAddr(a.Start, b.Start) })
+	slices.SortFunc(out, func(a, b address.Range) int { return cmp.Compare(a.Start, b.Start) })
 	merged := out[:0]
 	for _, x := range out {
 		if n := len(merged); n > 0 && merged[n-1].End == x.Start {
@@ -213,16 +214,6 @@ func (r *Ring) RangesOf(peer mesh.PeerName) []address.Range {
 		merged = append(merged, x)
 	}
 	return merged
-}
-
-func cmpAddr(a, b address.Address) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // GrantRangeToHost hands [start, end) of our space to peer, inserting at
@@ -380,7 +371,7 @@ func (r *Ring) ChoosePeersToAskForSpace(start, end address.Address, rnd *rand.Ra
 		case a.w < b.w:
 			return 1
 		}
-		return cmpAddr(address.Address(a.p), address.Address(b.p))
+		return cmp.Compare(address.Address(a.p), address.Address(b.p))
 	})
 	out := make([]mesh.PeerName, len(cs))
 	for i, c := range cs {

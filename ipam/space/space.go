@@ -5,6 +5,7 @@
 package space
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -49,7 +50,7 @@ func (s *Space) Add(r address.Range) error {
 }
 
 func (s *Space) addFree(r address.Range) {
-	i, _ := slices.BinarySearchFunc(s.free, r.Start, func(f address.Range, a address.Address) int { return cmp(f.Start, a) })
+	i, _ := slices.BinarySearchFunc(s.free, r.Start, func(f address.Range, a address.Address) int { return cmp.Compare(f.Start, a) })
 	s.free = slices.Insert(s.free, i, r)
 	if i+1 < len(s.free) && s.free[i].End == s.free[i+1].Start {
 		s.free[i].End = s.free[i+1].End
@@ -59,16 +60,6 @@ func (s *Space) addFree(r address.Range) {
 		s.free[i-1].End = s.free[i].End
 		s.free = slices.Delete(s.free, i, i+1)
 	}
-}
-
-func cmp(a, b address.Address) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // removeFree takes r (which must be wholly free) out of the free list.

@@ -1,42 +1,17 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/seedf75a49c6/weave/internal/pidfile"
 )
-
-type recordingMeshLogger struct{ lines []string }
-
-func (r *recordingMeshLogger) Printf(format string, args ...any) {
-	r.lines = append(r.lines, fmt.Sprintf(format, args...))
-}
-
-func TestMeshLoggerWarnsOnPeerNameCollision(t *testing.T) {
-	var buf bytes.Buffer
-	next := &recordingMeshLogger{}
-	l := meshLogger{next: next, log: slog.New(slog.NewTextHandler(&buf, nil))}
-	l.Printf("->[%s|%s]: connection shutting down due to error: %v", "10.0.0.2:6783", "aa:00:00:00:00:01(h2)",
-		`local "aa:00:00:00:00:01" and remote "aa:00:00:00:00:01" peer names collision`)
-	l.Printf("connection ready; using protocol version %v", 2)
-	if len(next.lines) != 2 || !strings.Contains(next.lines[1], "protocol version 2") {
-		t.Fatalf("mesh lines not passed on: %q", next.lines)
-	}
-	out := buf.String()
-	if strings.Count(out, "level=WARN") != 1 || !strings.Contains(out, "peer name collision") {
-		t.Fatalf("want exactly one collision warning, got:\n%s", out)
-	}
-}
 
 func TestMeshConfig(t *testing.T) {
 	c := DefaultConfig(nil)
