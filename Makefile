@@ -1,6 +1,9 @@
 # Weave (Go successor to Weave Net 2.8.1). `make help` lists the targets.
 # Targets that create namespaces (test, e2e, demo, bench) need root.
 
+SHELL       := /bin/bash
+.SHELLFLAGS := -o pipefail -c
+
 GO        ?= go
 FUZZTIME  ?= 10s
 TESTFLAGS ?=
@@ -34,8 +37,11 @@ build: mesh-patch ## build bin/weaver, bin/weaveutil and the CNI plugins bin/wea
 deps: ## install test/demo/bench tools with apt-get when missing
 	@sh test/deps.sh
 
+# test/testsum prints each package's result, the output of failed tests,
+# every skipped test with its reason, and "tests: N passed, N failed, N
+# skipped"; it fails when any test failed or none ran.
 test: deps mesh-patch ## everything with -race: unit tests, netns tests and e2e (as root)
-	$(GO) test -race -timeout 25m $(TESTFLAGS) ./...
+	$(GO) test -race -json -timeout 25m $(TESTFLAGS) ./... | $(GO) run ./test/testsum
 
 test-unit: mesh-patch ## unit tests with -race, without the e2e package (root-only tests skip unless root)
 	$(GO) test -race $(TESTFLAGS) $$($(GO) list ./... | grep -v /test/e2e)
