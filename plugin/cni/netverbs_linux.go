@@ -15,6 +15,7 @@ import (
 
 	"github.com/seedf75a49c6/weave/internal/netdev"
 	"github.com/seedf75a49c6/weave/internal/netns"
+	"github.com/seedf75a49c6/weave/internal/nlsafe"
 )
 
 // stderr receives diagnostics the runtime logs (stdout is the result).
@@ -122,7 +123,7 @@ func checkInside(args *skel.CmdArgs, prev *current.Result) error {
 }
 
 func checkAddrs(link netlink.Link, prev *current.Result, idx int) error {
-	have, err := netlink.AddrList(link, netlink.FAMILY_ALL)
+	have, err := nlsafe.AddrList(nil, link, netlink.FAMILY_ALL)
 	if err != nil {
 		return fmt.Errorf("list addresses of %s: %w", link.Attrs().Name, err)
 	}
@@ -143,7 +144,7 @@ func checkAddrs(link netlink.Link, prev *current.Result, idx int) error {
 }
 
 func checkRoutes(link netlink.Link, want []*types.Route) error {
-	have, err := netlink.RouteList(link, netlink.FAMILY_ALL)
+	have, err := nlsafe.RouteList(nil, link, netlink.FAMILY_ALL)
 	if err != nil {
 		return fmt.Errorf("list routes of %s: %w", link.Attrs().Name, err)
 	}
