@@ -11,6 +11,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/seedf75a49c6/weave/internal/netns"
+	"github.com/seedf75a49c6/weave/internal/nlsafe"
 )
 
 // CreateEndpoint creates the veth pair of a Docker endpoint with the
@@ -76,7 +77,7 @@ func EndpointExists(endpointID string) (bool, error) {
 func NamespaceIfaces(netnsPath, prefix string) ([]Iface, error) {
 	var out []Iface
 	err := netns.Do(netnsPath, func() error {
-		links, err := netlink.LinkList()
+		links, err := nlsafe.LinkList(nil)
 		if err != nil {
 			return fmt.Errorf("list links: %w", err)
 		}

@@ -11,6 +11,7 @@ import (
 	vnetns "github.com/vishvananda/netns"
 
 	"github.com/seedf75a49c6/weave/internal/netns"
+	"github.com/seedf75a49c6/weave/internal/netnstest"
 )
 
 // TestDockerEndpointLifecycle: the pair is named as 2.8.1 names it, the
@@ -19,7 +20,7 @@ import (
 // end once moved, and delete removes both ends.
 func TestDockerEndpointLifecycle(t *testing.T) {
 	host, bridge := hostWithBridge(t, 1410)
-	_, sandbox := netns.NewTestNS(t)
+	_, sandbox := netnstest.NewNS(t)
 	id := "0123456789abcdef"
 	mac := net.HardwareAddr{0x02, 0x42, 0x0a, 0x20, 0x00, 0x07}
 	var got net.HardwareAddr

@@ -42,7 +42,7 @@ const hostIP = "10.32.0.254"
 
 func newHost(t *testing.T) *host {
 	netnstest.RequireRoot(t)
-	_, path := netns.NewTestNS(t)
+	_, path := netnstest.NewNS(t)
 	h := &host{t: t, path: path, pods: map[string]*pod{}}
 	h.do(func() error {
 		if err := netdev.EnsureBridge(netdev.BridgeConfig{}); err != nil {
@@ -84,7 +84,7 @@ func (h *host) do(fn func() error) {
 // addPod creates a pod namespace attached to the bridge, serving TCP and
 // UDP on ports 80, 81 and 83.
 func (h *host) addPod(ns, name, ip string, lbl map[string]string, ports ...npc.ContainerPort) *pod {
-	_, path := netns.NewTestNS(h.t)
+	_, path := netnstest.NewNS(h.t)
 	p := &pod{Pod: npc.Pod{Namespace: ns, Name: name, Labels: lbl, IP: netip.MustParseAddr(ip), Local: true, Ports: ports}, path: path}
 	h.do(func() error {
 		_, err := netdev.AttachContainer(netdev.AttachConfig{NetNS: path, ContainerID: ns + name + ip,

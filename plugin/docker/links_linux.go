@@ -13,8 +13,10 @@ import (
 )
 
 // NetdevLinks implements Links with internal/netdev, in the caller's
-// network namespace (weaver's, where the bridge is).
-type NetdevLinks struct{}
+// network namespace (weaver's, where the bridge is). Firewall is the
+// daemon's, so the monitor restores what the plugin exposes after an
+// iptables flush; nil makes a short-lived one per call.
+type NetdevLinks struct{ Firewall *netdev.Firewall }
 
 // CreateEndpoint implements Links.
 func (NetdevLinks) CreateEndpoint(bridge, id string, mac net.HardwareAddr) (net.HardwareAddr, error) {
@@ -62,4 +64,9 @@ func (NetdevLinks) BridgeAddrs(bridge string) ([]netip.Prefix, error) {
 }
 
 // Expose implements Links.
-func (NetdevLinks) Expose(bridge string, addr netip.Prefix) error { return netdev.Expose(bridge, addr) }
+func (l NetdevLinks) Expose(bridge string, addr netip.Prefix) error {
+	if l.Firewall == nil {
+		return netdev.NewFirewall(bridge, "").Expose(addr)
+	}
+	return l.Firewall.Expose(addr)
+}
