@@ -72,6 +72,9 @@ func OpenBoltStore(path string) (s *BoltStore, err error) {
 			s, err = nil, fmt.Errorf("open IPAM database %s: %w: %v", path, ErrCorrupt, r)
 		}
 	}()
+	if err := checkBoltFile(path); err != nil {
+		return nil, fmt.Errorf("open IPAM database %s: %w: %w (move the file aside to start afresh)", path, ErrCorrupt, err)
+	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("open IPAM database %s: %w: %w (move the file aside to start afresh)", path, ErrCorrupt, err)

@@ -3,6 +3,7 @@ package ipam
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -108,4 +109,52 @@ func TestCorruptDatabaseStops(t *testing.T) {
 		t.Fatalf("New with corrupt ring: %v", err)
 	}
 	s.Close()
+}
+
+// TestTruncatedDatabaseIsRefused: a database cut to half its size made
+// bbolt fault with SIGBUS when it touched a page past the end. The store
+// checks the file against its own page count first and names the file.
+func TestTruncatedDatabaseIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "weavedata.db")
+	s := openStore(t, path)
+	owned := map[string]OwnedData{}
+	for i := range 2000 { // enough data for several pages
+		owned[fmt.Sprintf("container-%04d-%s", i, strings.Repeat("x", 40))] = OwnedData{IsContainer: true}
+	}
+	if err := s.Save(&Persisted{PeerName: 1, Owned: owned}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, st.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenBoltStore(path)
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("half-size database: %v", err)
+	}
+	if after, _ := os.Stat(path); after.Size() != st.Size()/2 {
+		t.Errorf("refused file was modified: %d bytes, was %d", after.Size(), st.Size()/2)
+	}
+}
+
+func TestEmptyOrMissingDatabaseOpensFresh(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.db")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{empty, filepath.Join(dir, "missing.db")} {
+		s, err := OpenBoltStore(p)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if got, err := s.Load(); err != nil || got != nil {
+			t.Errorf("%s: Load = %v, %v; want no state", p, got, err)
+		}
+		s.Close()
+	}
 }

@@ -60,6 +60,7 @@ func (d *daemon) startIPAM(b *backend) error {
 		}
 	})
 	cfg.Store = store
+	d.guardLostRing(&cfg, d.prior)
 	alloc, err := ipam.New(cfg)
 	if err != nil {
 		return fmt.Errorf("start IPAM from %s: %w", path, err)

@@ -35,6 +35,7 @@ type daemon struct {
 	pid      *pidfile.File    // released last, once everything is down
 	mtu      int              // bridge (and fast path) MTU
 	firewall *netdev.Firewall // the bridge's iptables rules and exposed addresses
+	prior    priorState       // data dir contents before this launch
 }
 
 func (d *daemon) onStop(f func()) { d.cleanups = append(d.cleanups, f) }
@@ -76,6 +77,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		return err
 	}
 	d.logUnimplemented()
+	d.prior = capturePriorState(cfg)
+	if err := checkPeerNameKept(cfg, d.prior); err != nil {
+		return err
+	}
 	name, err := ourmesh.LoadOrCreatePeerName(cfg.DataDir, cfg.Name)
 	if err != nil {
 		return fmt.Errorf("load peer name from %s: %w", cfg.DataDir, err)
