@@ -317,3 +317,22 @@ func TestSubnetExposesBridge(t *testing.T) {
 	}
 	x.del(l, rt)
 }
+
+// TestDelWhileRouterDown: a DEL that cannot reach the router fails (so
+// the runtime retries) and keeps the record; the retry releases the
+// address. Nothing is leaked in between.
+func TestDelWhileRouterDown(t *testing.T) {
+	x := newHost(t)
+	l := x.conflist("1.1.0", "")
+	_, rt := x.container()
+	res := x.add(l, rt)
+	err := x.client("WEAVE_HTTP_ADDR=127.0.0.1:1").DelNetworkList(context.Background(), l, rt)
+	cniError(t, err, types.ErrTryAgainLater, "is weave running?")
+	if x.records() != 1 || x.heldBy(rt.ContainerID) != res.IPs[0].Address.String() {
+		t.Fatalf("failed DEL must keep the record (%d) and the address (%q)", x.records(), x.heldBy(rt.ContainerID))
+	}
+	x.del(l, rt)
+	if x.records() != 0 || x.heldBy(rt.ContainerID) != "" || x.vethCount() != 0 {
+		t.Fatal("retried DEL left a record, the address or a veth")
+	}
+}
