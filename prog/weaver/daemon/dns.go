@@ -9,7 +9,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/seedf75a49c6/weave/dns"
+	"github.com/seedf75a49c6/weave/dns/watch"
 	"github.com/seedf75a49c6/weave/prog/weaver/httpapi"
 	wmesh "github.com/weaveworks/mesh"
 )
@@ -105,6 +108,7 @@ func (d *daemon) runDNSHousekeeping(ctx context.Context, b *backend) {
 		return
 	}
 	d.pruneDeadNames(b.dns)
+	d.startDockerNames(ctx, b.dns)
 	d.spawn(func() {
 		t := time.NewTicker(deadContainerCheck)
 		defer t.Stop()
@@ -148,4 +152,23 @@ func addDNS(rep *httpapi.Report, ns *dns.Nameserver, srv *dns.Server) {
 	rep.DNS = st
 	rep.DNSSummary = &httpapi.DNSSummary{Domain: st.Domain, Upstream: st.Upstream, TTL: st.TTL,
 		Entries: st.LiveCount(), OwnEntries: ns.LiveOwnCount()}
+}
+
+// startDockerNames names Docker containers on weave networks from the
+// engine's events (dns/watch) when the Docker plugin runs, as 2.8.1's
+// plugin watcher did.
+func (d *daemon) startDockerNames(ctx context.Context, ns *dns.Nameserver) {
+	if !d.cfg.Plugin || d.cfg.DockerAPI == "" {
+		return
+	}
+	cl, err := client.New(client.WithHost(d.cfg.DockerAPI), client.WithAPIVersionNegotiation())
+	if err == nil {
+		var w *watch.Watcher
+		if w, err = watch.New(watch.Config{Engine: cl, Registry: ns, Domain: ns.Domain(), Logger: d.log}); err == nil {
+			d.onStop(func() { _ = cl.Close() })
+			d.spawn(func() { w.Run(ctx) })
+			return
+		}
+	}
+	d.log.Warn("Docker containers will get no DNS names", "docker-api", d.cfg.DockerAPI, "err", err)
 }
