@@ -28,8 +28,11 @@ type Config struct {
 	Debug    bool   // WEAVE_DEBUG -> --log-level=debug, and debug logs here
 
 	DockerSocket string // from DOCKER_HOST=unix://..., default /var/run/docker.sock
-	NetnsDir     string // default /var/run/netns
-	ProcDir      string // default /proc
+	// DockerPIDFile is dockerd's pid file (default /var/run/docker.pid):
+	// launch turns the plugin on only in dockerd's network namespace.
+	DockerPIDFile string
+	NetnsDir      string // default /var/run/netns
+	ProcDir       string // default /proc
 
 	WeaverPath string // explicit weaver binary; "" = search (see findBinary)
 	BinDir     string // WEAVE_BIN_DIR, searched after the directory of this executable
@@ -73,6 +76,7 @@ func (c Config) withDefaults() Config {
 	def(&c.HTTPAddr, api.DefaultAddr)
 	def(&c.Bridge, "weave")
 	def(&c.DockerSocket, "/var/run/docker.sock")
+	def(&c.DockerPIDFile, "/var/run/docker.pid")
 	def(&c.NetnsDir, "/var/run/netns")
 	def(&c.ProcDir, "/proc")
 	if c.LaunchTimeout == 0 {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -143,11 +144,16 @@ func (c *cmd) removeDockerNetwork(ctx context.Context) error {
 	return nil
 }
 
-// hostNetns reports whether we run in the host's network namespace (that
-// of PID 1), where dockerd wires its containers: a router elsewhere cannot
-// hand Docker interfaces, so launch does not turn the plugin on there.
+// hostNetns reports whether we run in dockerd's network namespace (found
+// through its pid file, else that of PID 1), where it wires its
+// containers: a router elsewhere cannot hand Docker interfaces, so launch
+// does not turn the plugin on there.
 func (c *cmd) hostNetns() bool {
+	pid := "1"
+	if data, err := os.ReadFile(c.DockerPIDFile); err == nil {
+		pid = strings.TrimSpace(string(data))
+	}
 	self, err1 := os.Readlink(filepath.Join(c.ProcDir, "self", "ns", "net"))
-	init, err2 := os.Readlink(filepath.Join(c.ProcDir, "1", "ns", "net"))
-	return err1 == nil && err2 == nil && self == init
+	other, err2 := os.Readlink(filepath.Join(c.ProcDir, pid, "ns", "net"))
+	return err1 == nil && err2 == nil && self == other
 }

@@ -154,7 +154,7 @@ func TestVethID(t *testing.T) {
 }
 
 // fakeProc makes ProcDir's self and 1 network namespace links equal (same
-// namespace as init) or not.
+// namespace as init, which stands in for dockerd without a pid file) or not.
 func (h *harness) fakeProc(sameAsInit bool) {
 	h.t.Helper()
 	dir := h.t.TempDir()
@@ -171,6 +171,7 @@ func (h *harness) fakeProc(sameAsInit bool) {
 		}
 	}
 	h.cfg.ProcDir = dir
+	h.cfg.DockerPIDFile = filepath.Join(dir, "no-dockerd.pid") // compare with PID 1
 }
 
 // TestLaunchPluginFlags: launch turns the plugin on only when an engine
