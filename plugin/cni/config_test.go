@@ -113,3 +113,25 @@ func TestStoreRoundTrip(t *testing.T) {
 		t.Fatalf("second remove: %v", err)
 	}
 }
+
+// FuzzParseNetConf: any input gives a config or a CNI error object, never
+// a panic or a bare Go error.
+func FuzzParseNetConf(f *testing.F) {
+	for _, s := range []string{`{"name":"w"}`, `{"name":"w","mtu":1400,"ipam":{"subnet":"10.32.0.0/12","routes":[{"dst":"0.0.0.0/0"}]}}`,
+		`{"name":1}`, `[]`, `{"ipam":{"routes":[{}]}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, parse := range []func([]byte) error{
+			func(b []byte) error { _, err := ParseNetConf(b); return err },
+			func(b []byte) error { _, err := parseIPAMConf(b); return err },
+		} {
+			if err := parse(data); err != nil {
+				var te *types.Error
+				if !errors.As(err, &te) || te.Msg == "" {
+					t.Fatalf("error %T %v is not a CNI error object", err, err)
+				}
+			}
+		}
+	})
+}
