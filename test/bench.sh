@@ -8,11 +8,15 @@
 #   wg       wireguard-go between c1 and c2 over a veth (encrypted userspace
 #            anchor; needs `wg` from wireguard-tools, builds wireguard-go
 #            from the Go module proxy into bin/ once; skipped if unavailable)
-# For each: iperf3 TCP single stream (REPS x DURATION s, median), ping RTT
-# (PING_COUNT at PING_INTERVAL), and the routers' CPU (utime+stime from
-# /proc/<pid>/stat across the TCP runs, % of one core, both routers summed;
-# "-" where the kernel does the work).
-# Prints a table with ratios to the baseline and to wg, then runs the Go benchmarks
+# For each: iperf3 TCP single stream (REPS x DURATION s, median) and four
+# streams (-P 4, once), UDP with 1400-byte datagrams offered at 1 and 5 Gbit/s
+# (delivered rate and loss %), ping RTT (PING_COUNT at PING_INTERVAL), the
+# routers' CPU (utime+stime from /proc/<pid>/stat across the TCP runs, % of
+# one core, both routers summed; "-" where the kernel does the work) and their
+# idle CPU (IDLE_SECONDS with no traffic).
+# Prints a table with ratios to the baseline and to wg, then every target of
+# docs/performance.md with its figure from this run and whether it holds,
+# then runs the Go benchmarks
 # (`go test -run '^$' -bench . -benchmem`) of every package that has one.
 # Needs root; run via `make bench`. Two namespace hosts on a veth underlay, iperf3 and ping.
 #
@@ -20,6 +24,7 @@
 #              PASSWORD [bench-password] GO_BENCH [1] BENCHTIME [1s]
 #              SCENARIOS ["direct vxlan fastdp plain crypt wg"] (direct is the baseline)
 #              WG_VERSION [pinned wireguard-go module version]
+#              UDP_RATES ["1G 5G"] UDP_LEN [1400] UDP_SECONDS [5] IDLE_SECONDS [5]
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,11 +33,12 @@ PING_COUNT=${PING_COUNT:-100}; PING_INTERVAL=${PING_INTERVAL:-0.01}
 PASSWORD=${PASSWORD:-bench-password}; GO_BENCH=${GO_BENCH:-1}; BENCHTIME=${BENCHTIME:-1s}
 SCENARIOS=${SCENARIOS:-direct vxlan fastdp plain crypt wg}
 WG_VERSION=${WG_VERSION:-v0.0.0-20260522210424-ecfc5a8d5446}
+UDP_RATES=${UDP_RATES:-1G 5G}; UDP_LEN=${UDP_LEN:-1400}; UDP_SECONDS=${UDP_SECONDS:-5}; IDLE_SECONDS=${IDLE_SECONDS:-5}
 P="w$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n' | cut -c1-5)-$$"  # netnstest sweepable
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/weave-bench.XXXXXX")
 CLK_TCK=$(getconf CLK_TCK)
 NAMESPACES=()
-declare -A TCP RTT MED CPU
+declare -A TCP RTT MED CPU TCP4 UDPR UDPL IDLE
 
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'bench: FAILED: %s\n' "$*" >&2; exit 1; }
@@ -101,13 +107,13 @@ setup_weave() {
 LAUNCH_EXTRA=(--no-fastdp) # setup_weave's default: sleeve only
 
 # setup_fastdp: setup_weave with the fast path, waiting until both routers
-# show the link on the vxlan overlay.
+# show the link on the fastdp overlay.
 setup_fastdp() {
 	local n=0 h
 	LAUNCH_EXTRA=(); setup_weave; LAUNCH_EXTRA=(--no-fastdp)
 	for h in h1 h2; do
-		until weave "$h" status connections 2>/dev/null | grep -q ' established vxlan '; do
-			n=$((n + 1)); [ "$n" -le 120 ] || die "fastdp: $h not on vxlan within 30s"; sleep 0.25
+		until weave "$h" status connections 2>/dev/null | grep -q ' established fastdp '; do
+			n=$((n + 1)); [ "$n" -le 120 ] || die "fastdp: $h not on fastdp within 30s"; sleep 0.25
 		done
 	done
 }
@@ -138,12 +144,17 @@ setup_vxlan() {
 # tunnel addresses. Returns 1 (scenario skipped) when it cannot run.
 setup_wg() {
 	local i o wgbin=$ROOT/bin/wireguard-go dev
-	command -v wg >/dev/null || { say "wg: wg (wireguard-tools) not installed, skipping"; return 1; }
+	if ! command -v wg >/dev/null; then
+		say "wg: installing wireguard-tools (the wg command)"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wireguard-tools >&2 ||
+			{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wireguard-tools >&2; } ||
+			die "wg: cannot install wireguard-tools"
+	fi
 	if [ ! -x "$wgbin" ]; then
 		say "wg: building wireguard-go $WG_VERSION into bin/"
 		(cd "$ROOT" && GOBIN="$TMP/gobin" go install "golang.zx2c4.com/wireguard@$WG_VERSION" &&
 			mkdir -p bin && mv "$TMP/gobin/wireguard" "$wgbin") >&2 ||
-			{ say "wg: cannot build wireguard-go, skipping"; return 1; }
+			die "wg: cannot build wireguard-go $WG_VERSION"
 	fi
 	addns c1; addns c2
 	ip link add ul netns "$P-c1" type veth peer name ul netns "$P-c2"
@@ -193,6 +204,11 @@ measure() {
 	done
 	c1=$(router_ticks); t1=$(date +%s%N)
 	[ "$c0" = 0 ] && [ "$c1" = 0 ] && CPU[$label]="-"
+	say "$label: iperf3 TCP -P 4 (${DURATION}s)"
+	TCP4[$label]=$(timeout $((DURATION + 20)) ip netns exec "$P-c1" iperf3 -c 10.2.1.2 -p 5201 -P 4 -t "$DURATION" -f m \
+		| awk '/SUM.*receiver/{print $(NF-2)}')
+	TCP4[$label]=${TCP4[$label]:-NA}
+	measure_udp "$label"
 	kill "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true
 	TCP[$label]=$(median < "$TMP/$label.tcp")
 	[ -n "${CPU[$label]:-}" ] || CPU[$label]=$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v ns=$((t1 - t0)) 'BEGIN{printf "%.0f", d/hz/(ns/1e9)*100}')
@@ -201,6 +217,31 @@ measure() {
 	RTT[$label]=$(awk -F'[/ ]+' '/^rtt/{print $8}' "$TMP/$label.ping")
 	RTT[$label]=${RTT[$label]:-NA}
 	MED[$label]=$(awk -F'time=' '/time=/{split($2, a, " "); print a[1]}' "$TMP/$label.ping" | median)
+}
+
+# measure_udp LABEL: iperf3 UDP at each of UDP_RATES (server already up):
+# the receiver's delivered Mbit/s and loss %.
+measure_udp() {
+	local label=$1 rate line
+	for rate in $UDP_RATES; do
+		say "$label: iperf3 UDP -b $rate -l $UDP_LEN (${UDP_SECONDS}s)"
+		line=$(timeout $((UDP_SECONDS + 20)) ip netns exec "$P-c1" iperf3 -c 10.2.1.2 -p 5201 -u -b "$rate" -l "$UDP_LEN" \
+			-t "$UDP_SECONDS" -f m 2>/dev/null | grep receiver | tail -1) || true
+		UDPR[$label,$rate]=$(awk '{for (i = 2; i <= NF; i++) if ($i == "Mbits/sec") {print $(i-1); exit}}' <<<"$line")
+		UDPL[$label,$rate]=$(sed -n 's/.*(\([0-9.e+-]*\)%).*/\1/p' <<<"$line")
+		UDPR[$label,$rate]=${UDPR[$label,$rate]:-NA}; UDPL[$label,$rate]=${UDPL[$label,$rate]:-NA}
+	done
+}
+
+# idle_cpu LABEL: the mean CPU of one router, % of one core, over IDLE_SECONDS
+# with no traffic (after the link is up).
+idle_cpu() {
+	local label=$1 c0 c1
+	c0=$(router_ticks)
+	sleep "$IDLE_SECONDS"
+	c1=$(router_ticks)
+	if [ "$c0" = 0 ] && [ "$c1" = 0 ]; then IDLE[$label]="-"; return; fi
+	IDLE[$label]=$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v s="$IDLE_SECONDS" 'BEGIN{printf "%.2f", d/hz/s*100/2}') # per router
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0 == 0 || b+0 == 0) print "NA"; else printf "%.2f", a/b }'; }
@@ -217,9 +258,34 @@ for s in $SCENARIOS; do
 	wg) say "scenario wg: wireguard-go c1<->c2"; setup_wg || ok=0 ;;
 	*) die "unknown scenario $s" ;;
 	esac
-	if [ "$ok" = 1 ]; then measure "$s"; else TCP[$s]=NA RTT[$s]=NA MED[$s]=NA CPU[$s]="-"; fi
+	if [ "$ok" = 1 ]; then idle_cpu "$s"; measure "$s"; else TCP[$s]=NA RTT[$s]=NA MED[$s]=NA CPU[$s]="-"; fi
 	teardown
 done
+
+# check FIGURE OP LIMIT: "holds", "MISSED" or "NA".
+check() { awk -v v="$1" -v op="$2" -v lim="$3" 'BEGIN{ if (v == "NA" || v == "" || v == "-") { print "NA"; exit }
+	ok = (op == ">=") ? (v + 0 >= lim + 0) : (v + 0 <= lim + 0); print ok ? "holds" : "MISSED" }'; }
+
+# target NAME FIGURE OP LIMIT: one row of the targets table.
+target() { printf '%-44s %10s %2s %-6s %s\n' "$1" "$2" "$3" "$4" "$(check "$2" "$3" "$4")"; }
+
+print_targets() {
+	local l
+	echo
+	echo "targets (docs/performance.md), figures from this run:"
+	target "encrypted sleeve TCP / wireguard-go TCP" "$(ratio "${TCP[crypt]:-NA}" "${TCP[wg]:-NA}")" ">=" 2
+	target "plain sleeve TCP / direct veth TCP" "$(ratio "${TCP[plain]:-NA}" "${TCP[direct]:-NA}")" ">=" 0.4
+	target "fastdp TCP / raw vxlan TCP" "$(ratio "${TCP[fastdp]:-NA}" "${TCP[vxlan]:-NA}")" ">=" 0.95
+	for l in $SCENARIOS; do
+		[ "$l" = direct ] || target "$l: UDP loss % at 1G offered" "${UDPL[$l,1G]:-NA}" "<=" 1
+	done
+	for l in fastdp plain crypt; do
+		case " $SCENARIOS " in *" $l "*) target "$l: RTT median - direct, ms" "$(minus "${MED[$l]:-NA}" "${MED[direct]:-NA}")" "<=" 0.2 ;; esac
+	done
+	for l in fastdp plain crypt; do
+		case " $SCENARIOS " in *" $l "*) target "$l: idle CPU per router, % of a core" "${IDLE[$l]:-NA}" "<=" 1 ;; esac
+	done
+}
 
 minus() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0 == 0 || b+0 == 0) print "NA"; else printf "%.3f", a-b }'; }
 
@@ -233,9 +299,17 @@ for l in $SCENARIOS; do
 done
 echo "(TCP: median of $REPS x ${DURATION}s single stream; RTT: ping -c $PING_COUNT -i $PING_INTERVAL, mean and median; CPU: both routers"
 echo " (weaver or wireguard-go), % of one core during TCP; machine load while measuring: $(cut -d' ' -f1-3 /proc/loadavg))"
-if [ -n "${TCP[fastdp]:-}" ] && [ -n "${TCP[vxlan]:-}" ]; then
-	echo "fastdp TCP / raw vxlan TCP = $(ratio "${TCP[fastdp]}" "${TCP[vxlan]}") (target >= 0.95)"
-fi
+
+echo
+udp_hdr="" ; for rate in $UDP_RATES; do udp_hdr="$udp_hdr $(printf '%13s %7s' "UDP $rate Mb/s" "loss %")"; done
+printf '%-7s %13s %7s%s %10s\n' path "TCP -P4 Mb/s" "x base" "$udp_hdr" "idle CPU %"
+for l in $SCENARIOS; do
+	udp=""; for rate in $UDP_RATES; do udp="$udp $(printf '%13s %7s' "${UDPR[$l,$rate]:-NA}" "${UDPL[$l,$rate]:-NA}")"; done
+	printf '%-7s %13s %7s%s %10s\n' "$l" "${TCP4[$l]:-NA}" "$(ratio "${TCP4[$l]:-NA}" "${TCP4[direct]:-NA}")" "$udp" "${IDLE[$l]:--}"
+done
+echo "(TCP -P4: one ${DURATION}s run, four streams; UDP: ${UDP_LEN}-byte datagrams for ${UDP_SECONDS}s at each offered rate,"
+echo " delivered rate and loss at the receiver; idle CPU: per router (mean of the two) over ${IDLE_SECONDS}s with no traffic)"
+print_targets
 
 if [ "$GO_BENCH" = 1 ]; then
 	echo
