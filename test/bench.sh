@@ -5,6 +5,8 @@
 #   plain    weave sleeve, no password
 #   crypt    weave sleeve, --password (NaCl)
 #   fastdp   weave with its VXLAN fast path (docs/fastdp.md), no password
+#   fdp-ct   fastdp with conntrack left on for the VXLAN UDP flow (the
+#            router's raw-table NOTRACK jumps deleted): what NOTRACK buys
 #   wg       wireguard-go between c1 and c2 over a veth (encrypted userspace
 #            anchor; needs `wg` from wireguard-tools, builds wireguard-go
 #            from the Go module proxy into bin/ once; skipped if unavailable)
@@ -22,7 +24,7 @@
 #
 # Environment: REPS [3] DURATION [10] PING_COUNT [100] PING_INTERVAL [0.01]
 #              PASSWORD [bench-password] GO_BENCH [1] BENCHTIME [1s]
-#              SCENARIOS ["direct vxlan fastdp plain crypt wg"] (direct is the baseline)
+#              SCENARIOS ["direct vxlan fastdp fdp-ct plain crypt wg"] (direct is the baseline)
 #              WG_VERSION [pinned wireguard-go module version]
 #              UDP_RATES ["1G 5G"] UDP_LEN [1400] UDP_SECONDS [5] IDLE_SECONDS [5]
 set -euo pipefail
@@ -31,7 +33,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 REPS=${REPS:-3}; DURATION=${DURATION:-10}
 PING_COUNT=${PING_COUNT:-100}; PING_INTERVAL=${PING_INTERVAL:-0.01}
 PASSWORD=${PASSWORD:-bench-password}; GO_BENCH=${GO_BENCH:-1}; BENCHTIME=${BENCHTIME:-1s}
-SCENARIOS=${SCENARIOS:-direct vxlan fastdp plain crypt wg}
+SCENARIOS=${SCENARIOS:-direct vxlan fastdp fdp-ct plain crypt wg}
 WG_VERSION=${WG_VERSION:-v0.0.0-20260522210424-ecfc5a8d5446}
 UDP_RATES=${UDP_RATES:-1G 5G}; UDP_LEN=${UDP_LEN:-1400}; UDP_SECONDS=${UDP_SECONDS:-5}; IDLE_SECONDS=${IDLE_SECONDS:-5}
 P="w$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n' | cut -c1-5)-$$"  # netnstest sweepable
@@ -115,6 +117,15 @@ setup_fastdp() {
 		until weave "$h" status connections 2>/dev/null | grep -q ' established fastdp '; do
 			n=$((n + 1)); [ "$n" -le 120 ] || die "fastdp: $h not on fastdp within 30s"; sleep 0.25
 		done
+	done
+}
+
+# setup_fastdp_ct: setup_fastdp, then conntrack back on for the VXLAN flow.
+setup_fastdp_ct() {
+	local h c
+	setup_fastdp
+	for h in h1 h2; do
+		for c in PREROUTING OUTPUT; do nsx "$P-$h" iptables -w -t raw -D "$c" -j WEAVE-NOTRACK; done
 	done
 }
 
@@ -255,6 +266,7 @@ for s in $SCENARIOS; do
 	plain) say "scenario plain: weave sleeve, no password"; setup_weave ;;
 	crypt) say "scenario crypt: weave sleeve, --password"; setup_weave --password "$PASSWORD" ;;
 	fastdp) say "scenario fastdp: weave VXLAN fast path"; setup_fastdp ;;
+	fdp-ct) say "scenario fdp-ct: fastdp with conntrack on for its UDP"; setup_fastdp_ct ;;
 	wg) say "scenario wg: wireguard-go c1<->c2"; setup_wg || ok=0 ;;
 	*) die "unknown scenario $s" ;;
 	esac

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,10 @@ const (
 	ChainCanary = "WEAVE-CANARY" // empty; its absence means someone flushed our rules
 	ChainExpose = "WEAVE-EXPOSE" // filter: accept forwarding into exposed subnets
 	ChainNAT    = "WEAVE"        // nat: masquerading for exposed subnets
+	// ChainNoTrack (raw) exempts the fast path's encapsulated UDP from
+	// conntrack: the kernel VXLAN flow needs no state, and tracking it costs
+	// every packet a conntrack lookup (docs/performance.md).
+	ChainNoTrack = "WEAVE-NOTRACK"
 )
 
 // DefaultMonitorInterval is used when Firewall.Monitor gets interval <= 0.
@@ -38,8 +43,20 @@ type iptRule struct {
 func chains() []iptRule {
 	return []iptRule{
 		{table: "filter", chain: ChainCanary}, {table: "nat", chain: ChainCanary}, {table: "mangle", chain: ChainCanary},
-		{table: "filter", chain: ChainExpose}, {table: "nat", chain: ChainNAT},
+		{table: "filter", chain: ChainExpose}, {table: "nat", chain: ChainNAT}, {table: "raw", chain: ChainNoTrack},
 	}
+}
+
+// noTrackJumps send locally received and sent packets through ChainNoTrack.
+var noTrackJumps = []iptRule{
+	{"raw", "PREROUTING", []string{"-j", ChainNoTrack}},
+	{"raw", "OUTPUT", []string{"-j", ChainNoTrack}},
+}
+
+// noTrackRules exempt UDP to port (the VXLAN flow: every encapsulated
+// packet, either way, is addressed to it) from conntrack.
+func noTrackRules(port int) []iptRule {
+	return []iptRule{{"raw", ChainNoTrack, []string{"-p", "udp", "--dport", strconv.Itoa(port), "-j", "NOTRACK"}}}
 }
 
 // forwardRules lets bridged and container traffic pass a FORWARD DROP
@@ -69,6 +86,7 @@ type Firewall struct {
 
 	mu      sync.Mutex
 	exposed map[netip.Prefix]struct{}
+	noTrack []int // UDP ports exempted from conntrack
 }
 
 // NewFirewall returns the firewall of bridge ("" = DefaultBridge), run
@@ -102,7 +120,30 @@ func (f *Firewall) ensureLocked() error {
 			return err
 		}
 	}
-	return f.ipt.ensureRule(natJump, 0)
+	for _, r := range append([]iptRule{natJump}, noTrackJumps...) {
+		if err := f.ipt.ensureRule(r, 0); err != nil {
+			return err
+		}
+	}
+	for _, port := range f.noTrack {
+		for _, r := range noTrackRules(port) {
+			if err := f.ipt.ensureRule(r, 0); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// NoTrackUDP exempts UDP to port from conntrack in the raw
+// table, and keeps it exempt across flushes. Idempotent.
+func (f *Firewall) NoTrackUDP(port int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !slices.Contains(f.noTrack, port) {
+		f.noTrack = append(f.noTrack, port)
+	}
+	return f.ensureLocked()
 }
 
 // Remove removes every rule and chain Ensure and Expose add.
@@ -110,7 +151,7 @@ func (f *Firewall) Remove() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var errs []error
-	for _, r := range append(forwardRules(f.bridge), natJump) {
+	for _, r := range append(append(forwardRules(f.bridge), natJump), noTrackJumps...) {
 		errs = append(errs, f.ipt.deleteRule(r))
 	}
 	for _, c := range chains() {

@@ -4,6 +4,7 @@ package netdev
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -121,4 +122,36 @@ func bridgeHas(t *testing.T, nsPath, bridge string, p netip.Prefix) bool {
 		return err
 	})
 	return containsPrefix(have, p)
+}
+
+func TestFirewallNoTrackUDP(t *testing.T) {
+	nsPath, bridge := hostWithBridge(t, 0)
+	fw := NewFirewall(bridge, "")
+	in(t, nsPath, func() error { return errors.Join(fw.Ensure(), fw.NoTrackUDP(6784), fw.NoTrackUDP(6784)) })
+	want := []string{
+		"-A PREROUTING -j WEAVE-NOTRACK",
+		"-A OUTPUT -j WEAVE-NOTRACK",
+		"-A WEAVE-NOTRACK -p udp -m udp --dport 6784 -j NOTRACK",
+	}
+	assertOnce := func(when string) {
+		t.Helper()
+		dump := iptablesSave(t, nsPath)
+		for _, line := range want {
+			if n := countLines(dump, line); n != 1 {
+				t.Errorf("%s: %q appears %d times, want once; dump:\n%s", when, line, n, dump)
+			}
+		}
+	}
+	assertOnce("after NoTrackUDP")
+	for _, args := range [][]string{{"-t", "raw", "-F"}, {"-t", "raw", "-X"}} {
+		if out, err := run(t, nsPath, "iptables", args...); err != nil {
+			t.Fatalf("iptables %v: %v: %s", args, err, out)
+		}
+	}
+	in(t, nsPath, fw.reapply)
+	assertOnce("after a flush of raw and reapply")
+	in(t, nsPath, func() error { return NewFirewall(bridge, "").Remove() })
+	if dump := iptablesSave(t, nsPath); strings.Contains(dump, "WEAVE") {
+		t.Errorf("Firewall.Remove left WEAVE rules:\n%s", dump)
+	}
 }

@@ -65,6 +65,13 @@ func (d *daemon) fastPath(name wmesh.PeerName, ref *meshRef) []router.Overlay {
 		return nil
 	}
 	d.onStop(fd.Stop)
+	if fd.Disabled() == nil {
+		// The encapsulated flow needs no conntrack state; tracking it costs
+		// every packet a lookup (docs/performance.md).
+		if err := d.firewall.NoTrackUDP(d.cfg.Port + 1); err != nil {
+			d.log.Warn("cannot exempt the fast path's UDP from conntrack", "port", d.cfg.Port+1, "err", err)
+		}
+	}
 	if fd.Disabled() == nil && d.cfg.Password != "" {
 		d.log.Info("password set: encrypted links use sleeve (no kernel ESP); trusted links may use vxlan")
 	}
