@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -86,7 +87,8 @@ func (cl *cluster) awaitResolves(i int, name string, want ...string) {
 // TestDNSAcrossHosts: containers on different hosts resolve each other by
 // name through weaveDNS; weave status dns and dns-lookup show the records;
 // a detach tombstones the name everywhere; a restarted router keeps its
-// records (persisted in its data dir) and does not retract them.
+// records (persisted in its data dir) and does not retract them; a
+// container whose namespace disappears loses its name.
 func TestDNSAcrossHosts(t *testing.T) {
 	cl := dnsCluster(t)
 	cl.waitEstablished(2, 1)
@@ -125,4 +127,11 @@ func TestDNSAcrossHosts(t *testing.T) {
 		cl.awaitResolves(1, "c2.weave.local", "10.2.1.2")
 		cl.awaitResolves(2, "c1.weave.local", "10.2.1.1") // and relearns the others'
 	}
+
+	// A container that vanishes without detach (its namespace deleted)
+	// loses its name: h1 checks attached namespaces every 15 s.
+	if out, err := exec.Command("ip", "netns", "del", cl.container(1).NS).CombinedOutput(); err != nil {
+		t.Fatalf("delete c1's namespace: %v\n%s", err, out)
+	}
+	cl.awaitResolves(2, "c1.weave.local")
 }
