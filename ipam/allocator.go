@@ -21,6 +21,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -283,6 +285,9 @@ func (a *Allocator) Claim(ctx context.Context, ident string, addr address.CIDR, 
 	if err := checkIdent(ident); err != nil {
 		return err
 	}
+	if err := checkHostAddress(addr); err != nil {
+		return fmt.Errorf("claim %s for %s: %w", addr, ident, err)
+	}
 	_, err := a.submit(ctx, &op{kind: opClaim, ident: ident, subnet: addr, noErrorOnUnknown: noErrorOnUnknown})
 	return err
 }
@@ -396,9 +401,40 @@ func (a *Allocator) free(ident string, addr address.Address) error {
 	return fmt.Errorf("free %s of %s: %w", addr, ident, space.ErrNotAllocated)
 }
 
+// checkHostAddress refuses the network and broadcast addresses of a
+// subnet of more than two addresses: no container can use them.
+func checkHostAddress(c address.CIDR) error {
+	if c.PrefixLen >= 31 {
+		return nil
+	}
+	switch c.Addr {
+	case c.Start():
+		return fmt.Errorf("%w: %s is the network address of %s", errBadRequest, c.Addr, c.Network())
+	case c.Range().End - 1:
+		return fmt.Errorf("%w: %s is the broadcast address of %s", errBadRequest, c.Addr, c.Network())
+	}
+	return nil
+}
+
+// safeIdentPath refuses idents that are relative paths or dot names
+// ("..", "a/b", "/x/../y"); an absolute clean path is fine, `weave attach
+// /path/to/netns` uses it as the ident.
+func safeIdentPath(ident string) bool {
+	if strings.ContainsRune(ident, '\\') {
+		return false
+	}
+	if !strings.Contains(ident, "/") {
+		return ident != "." && ident != ".."
+	}
+	return strings.HasPrefix(ident, "/") && path.Clean(ident) == ident
+}
+
 func checkIdent(ident string) error {
 	if ident == "" || len(ident) > 256 {
 		return fmt.Errorf("check container ID %q: %w: must be 1-256 bytes", ident, ErrBadIdent)
+	}
+	if !safeIdentPath(ident) {
+		return fmt.Errorf("check container ID %q: %w: not a name, ID or absolute namespace path", ident, ErrBadIdent)
 	}
 	for _, c := range ident {
 		if c < ' ' || c == 0x7f || c == utf8.RuneError {

@@ -1,6 +1,7 @@
 package ipam
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -36,6 +37,11 @@ func TestHTTPRoutes(t *testing.T) {
 		{"PUT", "/ip/c3/10.32.0.200/12", 204, ""},
 		{"PUT", "/ip/c4/10.32.0.200/12", 409, "in use"},
 		{"PUT", "/ip/c4/10.32.0/12", 400, "parse CIDR"},
+		{"PUT", "/ip/c6/10.32.0.0/12", 400, "10.32.0.0 is the network address of 10.32.0.0/12"},
+		{"PUT", "/ip/c6/10.47.255.255/12", 400, "10.47.255.255 is the broadcast address of 10.32.0.0/12"},
+		{"PUT", "/ip/c6/10.32.1.0/24", 400, "network address"},
+		{"POST", "/ip/a%2Fb", 400, "not a name, ID or absolute namespace path"},
+		{"PUT", "/ip/a%2Fb/10.32.0.9/12", 400, "invalid container ID"},
 		{"POST", "/ip/c5/10.32.0.1/12", 400, "not a network address"},
 		{"POST", "/ip/c5/192.168.0.0/24", 400, "outside"},
 		{"GET", "/ip", 200, `"containerid":"c1","addrs":["10.32.0.1/12"]`},
@@ -52,6 +58,21 @@ func TestHTTPRoutes(t *testing.T) {
 		code, body := do(t, h, s.method, s.url)
 		if code != s.code || !strings.Contains(body, s.body) {
 			t.Fatalf("%s %s = %d %q, want %d containing %q", s.method, s.url, code, body, s.code, s.body)
+		}
+	}
+}
+
+// TestUnsafeIdentsRefused: container IDs that are path elements of their
+// own ("..", "a/b") are refused before they reach any state.
+func TestUnsafeIdentsRefused(t *testing.T) {
+	for _, id := range []string{".", "..", "a/b", `a\b`, "../../etc/passwd", "/var/run/netns/../x", "/x/", ""} {
+		if err := checkIdent(id); !errors.Is(err, ErrBadIdent) {
+			t.Errorf("checkIdent(%q) = %v, want ErrBadIdent", id, err)
+		}
+	}
+	for _, id := range []string{"weave:expose", "c1", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "my.container_1-2", "/var/run/netns/ns1"} {
+		if err := checkIdent(id); err != nil {
+			t.Errorf("checkIdent(%q) = %v", id, err)
 		}
 	}
 }

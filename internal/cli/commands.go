@@ -108,14 +108,24 @@ func runForget(ctx context.Context, c *cmd, args []string) error {
 	return c.api.Forget(ctx, args)
 }
 
+// noRoute reports a 404 of the router's HTTP mux itself (no handler for
+// the path, as for the IPAM routes when IPAM is off), not of a handler.
+func noRoute(err error) bool {
+	var he *api.HTTPError
+	return errors.As(err, &he) && he.Code == 404 && he.Message == "404 page not found"
+}
+
 func runRmpeer(ctx context.Context, c *cmd, args []string) error {
 	if len(args) == 0 {
 		return usagef("rmpeer: give at least one peer name")
 	}
 	for _, p := range args {
 		msg, err := c.api.RemovePeer(ctx, p)
-		if api.StatusCode(err) == 404 {
+		if noRoute(err) {
 			return fmt.Errorf("rmpeer %s: this router runs without IPAM (--ipalloc-range \"\"): %w", p, err)
+		}
+		if api.StatusCode(err) == 404 {
+			return fmt.Errorf("rmpeer %s: no such peer in the IPAM ring: %w", p, err)
 		}
 		if err != nil {
 			return err

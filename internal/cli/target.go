@@ -32,6 +32,22 @@ func (t target) vethID() string {
 	return hex.EncodeToString(sum[:])[:7]
 }
 
+// safeName reports whether s can be a container ID or name (Docker's
+// rule: [a-zA-Z0-9][a-zA-Z0-9_.-]*, at most 255 bytes), so that it is
+// never a path element such as "..".
+func safeName(s string) bool {
+	if s == "" || len(s) > 255 {
+		return false
+	}
+	for i, c := range s {
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || !strings.ContainsRune("_.-", c)) {
+			return false
+		}
+	}
+	return true
+}
+
 func isHex(s string) bool {
 	_, err := hex.DecodeString(s)
 	return err == nil
@@ -57,6 +73,9 @@ func (c *cmd) resolveTarget(ctx context.Context, s string) (target, error) {
 		}
 		return target{ID: s, NetNS: p}, nil
 	case !strings.Contains(s, "/"):
+		if !safeName(s) {
+			return target{}, fmt.Errorf("target %q: not a container ID or name, PID or namespace path", s)
+		}
 		p := filepath.Join(c.NetnsDir, s)
 		if _, err := os.Stat(p); err == nil {
 			return target{ID: s, NetNS: p}, nil

@@ -102,6 +102,9 @@ func TestResolveTarget(t *testing.T) {
 		{in: "nosuch", err: "target nosuch: not a network namespace in " + h.cfg.NetnsDir + ", a PID, or a Docker container"},
 		{in: "/nonexistent/ns", err: "target /nonexistent/ns: no such network namespace"},
 		{in: "999999999", err: "target 999999999: no process with that PID"},
+		{in: "..", err: `target "..": not a container ID or name, PID or namespace path`},
+		{in: ".", err: `target ".": not a container ID or name, PID or namespace path`},
+		{in: "-x", err: `target "-x": not a container ID or name, PID or namespace path`},
 	}
 	for _, tc := range cases {
 		got, err := c.resolveTarget(context.Background(), tc.in)

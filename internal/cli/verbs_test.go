@@ -79,6 +79,9 @@ func TestVerbs(t *testing.T) {
 			answers: ok("12 IPs taken over from aa:bb:cc:dd:ee:ff\n", "DELETE /peer/aa:bb:cc:dd:ee:ff"),
 			stdout:  "12 IPs taken over from aa:bb:cc:dd:ee:ff\n"},
 		{name: "rmpeer without ipam", args: []string{"rmpeer", "x"}, answers: ok(""), code: 4, stderr: "runs without IPAM"},
+		{name: "rmpeer unknown peer", args: []string{"rmpeer", "not a peer"},
+			answers: map[string]answer{"DELETE /peer/not a peer": {404, "rmpeer not a peer: unknown peer"}}, code: 4,
+			stderr: "rmpeer not a peer: no such peer in the IPAM ring"},
 
 		{name: "expose none without ipam", args: []string{"expose"}, answers: ok(""), code: 1, stderr: "no IP allocator"},
 		{name: "expose net without ipam", args: []string{"expose", "net:10.2.0.0/16"}, answers: ok(""), code: 1, stderr: "no IP allocator"},

@@ -71,6 +71,8 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (da
 	}
 	if !flagSet(fs, "password") {
 		cfg.Password = envPassword
+	} else if cfg.Password == "" {
+		cfg.PasswordSetEmpty = true
 	}
 	cfg.Peers = fs.Args()
 	switch {

@@ -57,8 +57,11 @@ func TestParseFlagsPasswordAndDirsFromEnv(t *testing.T) {
 		t.Fatalf("--password should win over env: %q %v", cfg.Password, err)
 	}
 	cfg, _, err = parseFlags([]string{"--password="}, io.Discard, e)
-	if err != nil || cfg.Password != "" {
-		t.Fatalf("explicit empty --password should win: %q %v", cfg.Password, err)
+	if err != nil || cfg.Password != "" || !cfg.PasswordSetEmpty {
+		t.Fatalf("explicit empty --password should win and be noted: %q %v %v", cfg.Password, cfg.PasswordSetEmpty, err)
+	}
+	if cfg, _, _ = parseFlags(nil, io.Discard, e); cfg.PasswordSetEmpty {
+		t.Fatal("PasswordSetEmpty without --password")
 	}
 }
 

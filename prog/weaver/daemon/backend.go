@@ -62,7 +62,11 @@ func (b *backend) Report() httpapi.Report {
 }
 
 func (b *backend) Connect(peers []string, replace bool) []error {
-	errs := b.mesh.ConnectionMaker.InitiateConnections(peers, replace)
+	peers, errs := validTargets(peers)
+	if len(errs) > 0 {
+		return errs
+	}
+	errs = b.mesh.ConnectionMaker.InitiateConnections(peers, replace)
 	b.persistTargets()
 	return errs
 }

@@ -40,6 +40,7 @@ type Config struct {
 	Host               string         // --host: bind address for TCP and UDP; "" = all
 	Port               int            // --port: mesh TCP and sleeve UDP port; default 6783
 	Password           string         // --password or $WEAVE_PASSWORD; "" = no encryption
+	PasswordSetEmpty   bool           // --password '' given: encryption off on purpose or by mistake; warned about
 	ConnLimit          int            // --conn-limit: max connections; 0 = unlimited; default 200
 	TrustedSubnets     []netip.Prefix // --trusted-subnets: peers in these talk unencrypted (fastdp)
 	NoDiscovery        bool           // --no-discovery: do not connect to peers learned via gossip
@@ -180,8 +181,8 @@ func (c *Config) validatePeers() error {
 		return fmt.Errorf("--resume: cannot be combined with peer arguments %q", strings.Join(c.Peers, " "))
 	}
 	for _, p := range c.Peers {
-		if p == "" || strings.HasPrefix(p, "-") {
-			return fmt.Errorf("peer argument: invalid value %q (want host[:port])", p)
+		if err := CheckTarget(p); err != nil {
+			return fmt.Errorf("peer argument: %w", err)
 		}
 	}
 	return nil

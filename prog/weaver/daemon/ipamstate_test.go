@@ -119,3 +119,18 @@ func TestLostRingStateCases(t *testing.T) {
 		t.Errorf("explicit init: %+v\n%s", cfg.Init, logs.String())
 	}
 }
+
+func TestEmptyPasswordIsWarnedOnce(t *testing.T) {
+	var logs bytes.Buffer
+	d := &daemon{cfg: Config{PasswordSetEmpty: true}, log: slog.New(slog.NewTextHandler(&logs, nil))}
+	d.warnEmptyPassword()
+	if n := strings.Count(logs.String(), "level=WARN"); n != 1 || !strings.Contains(logs.String(), "encryption is off") {
+		t.Fatalf("log:\n%s", logs.String())
+	}
+	logs.Reset()
+	d.cfg.PasswordSetEmpty = false
+	d.warnEmptyPassword()
+	if logs.Len() != 0 {
+		t.Fatalf("warned without --password '': %s", logs.String())
+	}
+}

@@ -77,6 +77,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		return err
 	}
 	d.logUnimplemented()
+	d.warnEmptyPassword()
 	d.prior = capturePriorState(cfg)
 	if err := checkPeerNameKept(cfg, d.prior); err != nil {
 		return err
@@ -118,6 +119,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	<-ctx.Done()
 	log.Info("weaver shutting down")
 	return nil
+}
+
+// warnEmptyPassword says once, at WARN, that an empty --password disabled
+// encryption: it reads like a password was given.
+func (d *daemon) warnEmptyPassword() {
+	if d.cfg.PasswordSetEmpty {
+		d.log.Warn("--password is empty: encryption is off, peer traffic is neither encrypted nor authenticated")
+	}
 }
 
 func (d *daemon) logUnimplemented() {

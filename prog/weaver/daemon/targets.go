@@ -3,8 +3,10 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -51,4 +53,39 @@ func LoadTargets(dataDir string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// CheckTarget validates a connection target: host, host:port or
+// [v6]:port, with a port of 1-65535 when one is given.
+func CheckTarget(t string) error {
+	host, port := t, ""
+	if h, p, err := net.SplitHostPort(t); err == nil {
+		host, port = h, p
+	} else if strings.Contains(t, ":") && !strings.HasPrefix(t, "[") && strings.Count(t, ":") == 1 {
+		return fmt.Errorf("invalid value %q (want host[:port]): %w", t, err)
+	}
+	if host == "" || strings.HasPrefix(host, "-") || strings.ContainsAny(host, " /\t") {
+		return fmt.Errorf("invalid value %q (want host[:port])", t)
+	}
+	if port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("invalid value %q: port %q is not 1-65535", t, port)
+		}
+	}
+	return nil
+}
+
+// validTargets splits targets into the valid ones and an error for each
+// invalid one.
+func validTargets(targets []string) ([]string, []error) {
+	var ok []string
+	var errs []error
+	for _, t := range targets {
+		if err := CheckTarget(t); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ok = append(ok, t)
+	}
+	return ok, errs
 }

@@ -3,6 +3,7 @@ package daemon
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -24,5 +25,30 @@ func TestTargetsRoundTrip(t *testing.T) {
 	}
 	if got, _ := LoadTargets(dir); len(got) != 0 {
 		t.Fatalf("after forgetting all: %v", got)
+	}
+}
+
+func TestCheckTarget(t *testing.T) {
+	for _, ok := range []string{"10.0.0.1", "10.0.0.1:6783", "h3", "h3:1", "[fd00::1]:6783", "host.example:65535"} {
+		if err := CheckTarget(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for bad, want := range map[string]string{
+		"1.2.3.4:0":     `invalid value "1.2.3.4:0": port "0" is not 1-65535`,
+		"1.2.3.4:65536": "is not 1-65535",
+		"1.2.3.4:x":     "is not 1-65535",
+		":6783":         "want host[:port]",
+		"":              "want host[:port]",
+		"-x":            "want host[:port]",
+		"a b":           "want host[:port]",
+	} {
+		if err := CheckTarget(bad); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", bad, err, want)
+		}
+	}
+	ok, errs := validTargets([]string{"10.0.0.1", "1.2.3.4:0"})
+	if !slices.Equal(ok, []string{"10.0.0.1"}) || len(errs) != 1 {
+		t.Errorf("validTargets = %v %v", ok, errs)
 	}
 }
