@@ -47,6 +47,9 @@ var (
 	ErrBadIdent         = errors.New("invalid container ID")
 	ErrShutdown         = errors.New("IPAM has handed its space over (weave reset)")
 	ErrSubnetNotInRange = errors.New("subnet outside the allocation range")
+	ErrNoAddresses      = errors.New("no addresses")
+	ErrNotHeld          = errors.New("address not held")
+	ErrRemoveSelf       = errors.New("cannot remove ourselves")
 )
 
 // Allocator is the IPAM actor. Create with New, then SetGossip and Start.
@@ -339,10 +342,15 @@ func (a *Allocator) Free(ident string, addr address.Address) error {
 	return err
 }
 
-// Delete releases every address of ident (container destroyed).
+// Delete releases every address of ident (container destroyed). With
+// nothing held it says so, in 2.8.1's words ("Delete: no addresses for
+// X"), after cancelling ident's pending operations all the same.
 func (a *Allocator) Delete(ident string) error {
 	var err error
 	if e := a.do(func() {
+		if len(a.owned[ident]) == 0 {
+			err = fmt.Errorf("Delete: %w for %s", ErrNoAddresses, ident)
+		}
 		for _, c := range a.owned[ident] {
 			err = errors.Join(err, a.free(ident, c.Addr))
 		}
@@ -398,7 +406,7 @@ func (a *Allocator) free(ident string, addr address.Address) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("free %s of %s: %w", addr, ident, space.ErrNotAllocated)
+	return fmt.Errorf("%s %w by %s", addr, ErrNotHeld, ident)
 }
 
 // checkHostAddress refuses the network and broadcast addresses of a

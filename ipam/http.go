@@ -77,20 +77,19 @@ func text(w http.ResponseWriter, s string) {
 }
 
 // httpError maps errors to status codes; the body is the error text.
+// Weave 2.8.1 answers every refused request with 400; we do too, except
+// where waiting or retrying can help (503: no consensus or space yet,
+// stopped, shut down) and where the request conflicts with the mesh's
+// state (409: rmpeer of a peer that is still reachable).
 func httpError(w http.ResponseWriter, err error) {
-	code := http.StatusInternalServerError
+	code := http.StatusBadRequest
 	switch {
-	case errors.Is(err, ErrBadIdent), errors.Is(err, ErrConfig), errors.Is(err, address.ErrNotIPv4),
-		errors.Is(err, ErrSubnetNotInRange), errors.Is(err, errBadRequest):
-		code = http.StatusBadRequest
-	case errors.Is(err, ErrAddressInUse), errors.Is(err, ErrClaimRefused), errors.Is(err, ErrPeerReachable):
+	case errors.Is(err, ErrPeerReachable):
 		code = http.StatusConflict
-	case errors.Is(err, ErrUnknownPeer):
-		code = http.StatusNotFound
 	case errors.Is(err, ErrNoConsensus), errors.Is(err, ErrNoSpace), errors.Is(err, ErrStopped), errors.Is(err, ErrShutdown):
 		code = http.StatusServiceUnavailable
 	case errors.Is(err, context.Canceled):
-		http.Error(w, "cancelled", http.StatusInternalServerError)
+		text(w, "cancelled") // 2.8.1's answer when the client went away
 		return
 	}
 	http.Error(w, err.Error(), code)
@@ -133,7 +132,7 @@ func (a *Allocator) serveClaim(w http.ResponseWriter, r *http.Request) {
 	}
 	noErr := r.FormValue("noErrorOnUnknown") == "true"
 	if err := a.Claim(r.Context(), r.PathValue("id"), c, noErr); err != nil {
-		httpError(w, err)
+		httpError(w, fmt.Errorf("Unable to claim: %w", err))
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -150,10 +149,6 @@ func (a *Allocator) serveLookup(w http.ResponseWriter, r *http.Request) {
 		httpError(w, err)
 		return
 	}
-	if len(cs) == 0 {
-		http.Error(w, fmt.Sprintf("no addresses for %s in %s", r.PathValue("id"), subnet), http.StatusNotFound)
-		return
-	}
 	parts := make([]string, len(cs))
 	for i, c := range cs {
 		parts[i] = c.String()
@@ -168,7 +163,7 @@ func (a *Allocator) serveFree(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := a.Free(r.PathValue("id"), ip); err != nil {
-		httpError(w, err)
+		httpError(w, fmt.Errorf("Unable to free: %w", err))
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -118,19 +118,25 @@ func (a *Allocator) lookupPeer(s string) (mesh.PeerName, error) {
 	return 0, fmt.Errorf("look up peer %q: %w", s, ErrUnknownPeer)
 }
 
+// takeover: as in 2.8.1, a name we do not know and a ring that does not
+// exist yet take over nothing (0 IPs). Unlike 2.8.1 we refuse ourselves
+// and a peer still in the topology: taking over a live peer's space gives
+// out its addresses twice.
 func (a *Allocator) takeover(peer string) (address.Count, error) {
 	p, err := a.lookupPeer(peer)
 	if err != nil {
-		return 0, err
+		a.log.Info("rmpeer: no such peer, nothing taken over", "peer", peer)
+		return 0, nil
 	}
 	if p == a.cfg.OurName {
-		return 0, fmt.Errorf("rmpeer %s: cannot remove ourselves (use weave reset)", a.peerLabel(p))
+		return 0, fmt.Errorf("rmpeer %s: %w; to leave the mesh run 'weave reset' on this host", a.peerLabel(p), ErrRemoveSelf)
 	}
 	if a.cfg.IsKnownPeer(p) {
-		return 0, fmt.Errorf("rmpeer %s: %w; stop it (weave reset) before removing it", a.peerLabel(p), ErrPeerReachable)
+		return 0, fmt.Errorf("rmpeer %s: %w; run 'weave reset' on that host (it hands its space over), "+
+			"or stop it and 'weave forget' it everywhere, then retry", a.peerLabel(p), ErrPeerReachable)
 	}
 	if a.ring.Empty() {
-		return 0, fmt.Errorf("rmpeer %s: %w", a.peerLabel(p), ErrNoConsensus)
+		return 0, nil
 	}
 	// Token holders and every reachable peer must acknowledge.
 	holders := a.ring.PeerNames()

@@ -105,6 +105,16 @@ func IsNotRunning(err error) bool {
 	return errors.As(err, &nr)
 }
 
+// IsNotHeld reports whether err is IPAM's refusal to release what an ID
+// does not hold: 400 with "Delete: no addresses for <id>" (2.8.1's text)
+// or "Unable to free: <ip> address not held by <id>". Releasing is
+// idempotent for CNI DEL and detach, so callers treat it as done.
+func IsNotHeld(err error) bool {
+	var he *HTTPError
+	return errors.As(err, &he) && he.Code == http.StatusBadRequest &&
+		(strings.Contains(he.Message, "no addresses for ") || strings.Contains(he.Message, "address not held by "))
+}
+
 // StatusCode returns the HTTP status of err if it is an *HTTPError, else 0.
 func StatusCode(err error) int {
 	var he *HTTPError

@@ -148,9 +148,10 @@ func (c *cmd) releaseAll(ctx context.Context, id string, addrs []netip.Prefix) {
 	}
 }
 
-// ipamAbsent: no router, or a router without IPAM routes.
+// ipamAbsent: no router, a router without IPAM routes, or nothing left
+// to release (IPAM does not hold the address).
 func ipamAbsent(err error) bool {
-	return api.IsNotRunning(err) || api.StatusCode(err) == 404
+	return api.IsNotRunning(err) || api.StatusCode(err) == 404 || api.IsNotHeld(err)
 }
 
 func ipsOnly(ps []netip.Prefix) string {

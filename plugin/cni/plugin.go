@@ -122,7 +122,7 @@ func (p *Plugin) release(ctx context.Context, containerID string, addrs []netip.
 
 func (p *Plugin) releaseOne(ctx context.Context, containerID string, a netip.Addr) error {
 	err := p.API.ReleaseIP(ctx, containerID, a)
-	if err == nil || api.StatusCode(err) == 404 {
+	if err == nil || api.StatusCode(err) == 404 || api.IsNotHeld(err) {
 		return nil
 	}
 	what := "release the addresses of container " + containerID

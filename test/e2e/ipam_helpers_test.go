@@ -169,7 +169,7 @@ func (ic *ipamCluster) routerGET(i int, path string) (int, string, error) {
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
-	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.0\r\nHost: weave\r\n\r\n", path); err != nil {
+	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.0\r\nHost: weave\r\nAccept: application/json\r\n\r\n", path); err != nil {
 		return 0, "", fmt.Errorf("send GET %s to h%d: %w", path, i, err)
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)

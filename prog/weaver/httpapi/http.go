@@ -193,8 +193,14 @@ func (a *api) report(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rep := a.cfg.Backend.Report()
-	if format := r.Form.Get("format"); format != "" {
-		a.reportTemplate(w, format, &rep)
+	formats := r.Form["format"]
+	if !strings.Contains(r.Header.Get("Accept"), "application/json") {
+		// As 2.8.1: without Accept: application/json, exactly one format.
+		if len(formats) != 1 {
+			writeText(w, http.StatusBadRequest, "error: must supply one format parameter\n")
+			return
+		}
+		a.reportTemplate(w, formats[0], &rep)
 		return
 	}
 	out, err := json.MarshalIndent(&rep, "", "    ")

@@ -207,6 +207,28 @@ func TestAPIIPAMRoutes(t *testing.T) {
 	}
 }
 
+// TestAPIReportFormats: JSON needs Accept: application/json (which wins
+// over format, as 2.8.1's route order has it); otherwise exactly one
+// format parameter, or 2.8.1's 400.
+func TestAPIReportFormats(t *testing.T) {
+	a := newAPITest(t, nil)
+	for _, c := range []struct {
+		target, accept string
+		code           int
+		body           string
+	}{
+		{"/report", "", 400, "error: must supply one format parameter\n"},
+		{"/report?format=a&format=b", "", 400, "error: must supply one format parameter\n"},
+		{"/report?format={{.Version}}", "", 200, "1.2.3"},
+		{"/report?format={{.Version}}", "application/json", 200, "{\n    \"Ready\""},
+	} {
+		code, _, body := a.do("GET", c.target, "", "Accept", c.accept)
+		if code != c.code || !strings.HasPrefix(body, c.body) {
+			t.Errorf("GET %s (Accept %q) = %d %q, want %d %q", c.target, c.accept, code, body, c.code, c.body)
+		}
+	}
+}
+
 func TestAPIReportJSON(t *testing.T) {
 	a := newAPITest(t, nil)
 	code, hdr, body := a.do("GET", "/report", "", "Accept", "application/json")
@@ -317,7 +339,7 @@ func TestAPIErrors(t *testing.T) {
 
 func TestAPIReadOnly(t *testing.T) {
 	a := newAPITest(t, func(c *APIConfig) { c.ReadOnly = true })
-	for _, p := range []string{"/status", "/report", "/metrics", "/status/peers"} {
+	for _, p := range []string{"/status", "/report?format=x", "/metrics", "/status/peers"} {
 		if code, _, _ := a.do("GET", p, ""); code != 200 {
 			t.Errorf("read-only GET %s = %d", p, code)
 		}
