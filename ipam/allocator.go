@@ -45,7 +45,7 @@ var (
 	ErrUnknownPeer      = errors.New("unknown peer")
 	ErrPeerReachable    = errors.New("peer is still reachable")
 	ErrBadIdent         = errors.New("invalid container ID")
-	ErrShutdown         = errors.New("IPAM has handed its space over (weave reset)")
+	ErrShutdown         = errors.New("IPAM is shut down (weave reset)")
 	ErrSubnetNotInRange = errors.New("subnet outside the allocation range")
 	ErrNoAddresses      = errors.New("no addresses")
 	ErrNotHeld          = errors.New("address not held")
@@ -80,6 +80,8 @@ type Allocator struct {
 	tentative     map[address.Address]*takeover // token -> acks still needed
 	mine          []address.Range               // ring ranges our space was built from
 	shutdown      bool
+	shutdownState string // the status line after weave reset: what was handed over
+	requested     bool   // an allocation, claim or prime was asked of us
 	lastError     error         // last ring merge failure, shown in status
 	lastErrorFrom mesh.PeerName // the peer whose ring caused it
 	lastSaved     string

@@ -56,7 +56,7 @@ func TestHTTPRoutes(t *testing.T) {
 		{"DELETE", "/peer/0a:00:00:00:00:02", 409, "still reachable; run 'weave reset' on that host"},
 		{"GET", "/status/ipam", 200, "(1 active)"},
 		{"DELETE", "/peer", 204, ""},
-		{"POST", "/ip/c9", 503, "handed its space over"},
+		{"POST", "/ip/c9", 503, "shut down (weave reset)"},
 	}
 	for _, s := range steps {
 		code, body := do(t, h, s.method, s.url)

@@ -50,6 +50,7 @@ func (o *op) finish(addr address.CIDR, err error) {
 
 func (a *Allocator) start(o *op) {
 	o.started = a.cfg.Clock.Now()
+	a.requested = true
 	if a.shutdown {
 		o.finish(address.CIDR{}, ErrShutdown)
 		return
@@ -117,12 +118,29 @@ func (a *Allocator) consensusProblem() string {
 		return fmt.Sprintf("waiting for the seed peers %v", a.cfg.Init.Seeds)
 	}
 	known := a.paxos.Known()
+	inElection := map[mesh.PeerName]bool{}
 	var names []string
 	for _, id := range known {
+		inElection[id.Name] = true
 		names = append(names, a.peerLabel(id.Name))
 	}
-	return fmt.Sprintf("awaiting consensus (quorum: %d, known: %d [%s]); %d more peer(s) must join: check connections with 'weave status peers' or lower --ipalloc-init consensus=N",
-		a.paxos.Quorum(), len(known), strings.Join(names, ", "), max(0, int(a.paxos.Quorum())-len(known)))
+	var waiting []string // reachable peers whose claims have not reached us
+	for p := range a.nicknames {
+		if p != a.cfg.OurName && !inElection[p] && a.cfg.IsKnownPeer(p) {
+			waiting = append(waiting, a.peerLabel(p))
+		}
+	}
+	slices.Sort(waiting)
+	base := fmt.Sprintf("awaiting consensus (quorum: %d, known: %d [%s])", a.paxos.Quorum(), len(known), strings.Join(names, ", "))
+	switch missing := int(a.paxos.Quorum()) - len(known); {
+	case missing <= 0:
+		return base + "; the election is in progress"
+	case len(waiting) >= missing:
+		return fmt.Sprintf("%s; connected peer(s) %s have not answered the election yet", base, strings.Join(waiting, ", "))
+	default:
+		return fmt.Sprintf("%s; %d more peer(s) must join: check connections with 'weave status peers' or lower --ipalloc-init consensus=N",
+			base, missing-len(waiting))
+	}
 }
 
 // spaceProblem explains why no space is available in subnet.

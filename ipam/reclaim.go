@@ -190,18 +190,30 @@ func (a *Allocator) Shutdown() error {
 }
 
 func (a *Allocator) handOver() {
+	first := !a.shutdown
 	a.shutdown = true
 	for _, o := range a.pending {
 		o.finish(address.CIDR{}, ErrShutdown)
 	}
 	a.pending = nil
-	if a.ring.Empty() {
-		return
+	switch note := a.transferAll(); {
+	case note != "":
+		a.shutdownState = "shut down: " + note
+	case first:
+		a.shutdownState = "shut down: we owned no IP space, nothing handed over"
+	}
+}
+
+// transferAll gives all our tokens to an heir and says what it did ("" when
+// we own nothing).
+func (a *Allocator) transferAll() string {
+	if a.ring.Empty() || len(a.ring.OwnedRanges()) == 0 {
+		return ""
 	}
 	heir := a.chooseHeir()
 	if heir == mesh.UnknownPeerName {
 		a.log.Warn("IPAM shutdown: no other peer to hand our space to")
-		return
+		return "no reachable peer to hand our IP space to, it stays ours"
 	}
 	moved := a.ring.Transfer(a.cfg.OurName, heir)
 	a.tentative = map[address.Address]*takeover{}
@@ -209,6 +221,7 @@ func (a *Allocator) handOver() {
 	a.owned = map[string][]address.CIDR{}
 	a.log.Info("IPAM shutdown: handed our ranges over", "peer", heir, "ranges", len(moved))
 	a.broadcast()
+	return fmt.Sprintf("IP space handed over to %s", a.peerLabel(heir))
 }
 
 // chooseHeir prefers a reachable peer already holding tokens, then any

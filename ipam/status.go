@@ -63,7 +63,7 @@ func (a *Allocator) status() Status {
 		Range: a.cfg.Universe.String(), RangeNumIPs: int(a.cfg.Universe.Size()),
 		ActiveIPs: a.space.NumAllocated(), DefaultSubnet: a.cfg.DefaultSubnet.String(), ourName: a.cfg.OurName,
 	}
-	if a.ring.Empty() && a.electing {
+	if a.ring.Empty() && a.electing && a.requested {
 		s.Paxos = &PaxosStatus{Elector: a.paxos.IsElector(), KnownNodes: a.paxos.KnownNodes(), Quorum: a.paxos.Quorum()}
 	}
 	for _, e := range a.ring.AllEntries() {
@@ -87,9 +87,11 @@ func (a *Allocator) status() Status {
 func (a *Allocator) stateLine() (state, problem string) {
 	switch {
 	case a.shutdown:
-		return "shut down (space handed over)", ""
+		return a.shutdownState, ""
 	case a.ring.Empty() && errors.Is(a.lastError, ring.ErrTooSmall):
 		return "idle", fmt.Sprintf("cannot create the ring: %v", a.lastError)
+	case a.ring.Empty() && !a.requested:
+		return "idle", "" // as 2.8.1: consensus waits for our first request
 	case a.ring.Empty() && a.electing && a.paxos.IsElector():
 		return fmt.Sprintf("awaiting consensus (quorum: %d, known: %d)", a.paxos.Quorum(), a.paxos.KnownNodes()), a.consensusProblem()
 	case a.ring.Empty() && a.electing:
