@@ -80,8 +80,8 @@ type Allocator struct {
 	tentative     map[address.Address]*takeover // token -> acks still needed
 	mine          []address.Range               // ring ranges our space was built from
 	shutdown      bool
-	shutdownState string // the status line after weave reset: what was handed over
-	requested     bool   // an allocation, claim or prime was asked of us
+	shutdownState string        // the status line after weave reset: what was handed over
+	requested     bool          // an allocation, claim or prime was asked of us
 	lastError     error         // last ring merge failure, shown in status
 	lastErrorFrom mesh.PeerName // the peer whose ring caused it
 	lastSaved     string
