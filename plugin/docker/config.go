@@ -36,6 +36,7 @@ type Allocator interface {
 	Allocate(ctx context.Context, ident string, subnet address.CIDR) (address.CIDR, error)
 	Claim(ctx context.Context, ident string, addr address.CIDR, noErrorOnUnknown bool) error
 	Free(ident string, addr address.Address) error
+	Owned() (map[string][]address.CIDR, error)
 	Universe() address.CIDR
 	DefaultSubnet() address.CIDR
 }

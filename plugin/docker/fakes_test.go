@@ -79,6 +79,8 @@ func (f *fakeAlloc) Free(ident string, a address.Address) error {
 	return errors.New("not allocated")
 }
 
+func (f *fakeAlloc) Owned() (map[string][]address.CIDR, error) { return f.idents(), nil }
+
 func (f *fakeAlloc) idents() map[string][]address.CIDR {
 	f.mu.Lock()
 	defer f.mu.Unlock()

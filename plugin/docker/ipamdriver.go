@@ -151,12 +151,14 @@ func (d *ipamDriver) containerAddress(ctx context.Context, p pool, want netip.Ad
 		if err := d.p.cfg.IPAM.Claim(ctx, a.String(), c, false); err != nil {
 			return c, fmt.Errorf("RequestAddress: claim %s: %w", want, err)
 		}
+		d.p.noteHandedOut(c)
 		return c, nil
 	}
 	c, err := d.p.cfg.IPAM.Allocate(ctx, weaveipam.NoContainerID, p.iprange)
 	if err != nil {
 		return c, fmt.Errorf("RequestAddress: allocate in %s: %w", p.iprange, err)
 	}
+	d.p.noteHandedOut(c)
 	return address.CIDR{Addr: c.Addr, PrefixLen: p.subnet.PrefixLen}, nil
 }
 

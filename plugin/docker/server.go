@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -28,6 +30,9 @@ type Plugin struct {
 	nets    *store
 	servers []*http.Server
 	paths   []string
+
+	mu    sync.Mutex
+	given map[netip.Addr]bool // addresses this instance handed to containers (see ReleaseStale)
 }
 
 // New checks cfg and loads the persisted networks.
@@ -40,7 +45,7 @@ func New(cfg Config) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Plugin{cfg: cfg, log: cfg.Logger, nets: nets}, nil
+	return &Plugin{cfg: cfg, log: cfg.Logger, nets: nets, given: map[netip.Addr]bool{}}, nil
 }
 
 // Start listens on both sockets (replacing stale socket files a killed

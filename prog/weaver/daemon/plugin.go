@@ -51,10 +51,24 @@ func (d *daemon) startPlugin(ctx context.Context, b *backend) error {
 		return err
 	}
 	d.onStop(func() { _ = api.Close() })
-	if !d.ensureDockerNetwork(ctx, api) {
-		d.spawn(func() { d.retryDockerNetwork(ctx, api) })
+	if !d.dockerReady(ctx, p, api) {
+		d.spawn(func() { d.retryDockerNetwork(ctx, p, api) })
 	}
 	return nil
+}
+
+// dockerReady makes sure the network exists, then releases what
+// containers removed during a downtime left allocated; it reports success.
+func (d *daemon) dockerReady(ctx context.Context, p *docker.Plugin, api docker.EngineClient) bool {
+	if !d.ensureDockerNetwork(ctx, api) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, dockerNetworkWait)
+	defer cancel()
+	if _, err := p.ReleaseStale(ctx, api); err != nil {
+		d.log.Warn("cannot check for addresses of removed Docker containers", "err", err)
+	}
+	return true
 }
 
 // ensureDockerNetwork tries once to create the network; it reports success.
@@ -72,7 +86,7 @@ func (d *daemon) ensureDockerNetwork(ctx context.Context, api docker.EngineClien
 	return true
 }
 
-func (d *daemon) retryDockerNetwork(ctx context.Context, api docker.EngineClient) {
+func (d *daemon) retryDockerNetwork(ctx context.Context, p *docker.Plugin, api docker.EngineClient) {
 	t := time.NewTicker(dockerNetworkRetry)
 	defer t.Stop()
 	for {
@@ -80,7 +94,7 @@ func (d *daemon) retryDockerNetwork(ctx context.Context, api docker.EngineClient
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if d.ensureDockerNetwork(ctx, api) {
+			if d.dockerReady(ctx, p, api) {
 				return
 			}
 		}
