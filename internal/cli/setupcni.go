@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+
+	"github.com/seedf75a49c6/weave/internal/api"
 )
 
 // Defaults and names of `weave setup-cni`.
@@ -24,14 +26,14 @@ var cniBinaries = []string{"weave-net", "weave-ipam"}
 
 // weaveConflist is what setup-cni writes: cniVersion 1.0.0 (the newest
 // podman 4.3's libcni accepts), weave-net then portmap, as Weave Net
-// 2.8.1 installs it.
+// 2.8.1 installs it. %s is where an httpAddr member goes.
 const weaveConflist = `{
   "cniVersion": "1.0.0",
   "name": "weave",
   "plugins": [
     {
       "name": "weave",
-      "type": "weave-net",
+      "type": "weave-net",%s
       "hairpinMode": true
     },
     {
@@ -42,6 +44,17 @@ const weaveConflist = `{
   ]
 }
 `
+
+// conflistFor is weaveConflist, naming the router's API address when it
+// is not the default (kubelet gives plugins no WEAVE_HTTP_ADDR).
+func conflistFor(httpAddr string) string {
+	member := ""
+	if httpAddr != "" && httpAddr != api.DefaultAddr {
+		b, _ := json.Marshal(httpAddr)
+		member = "\n      \"httpAddr\": " + string(b) + ","
+	}
+	return fmt.Sprintf(weaveConflist, member)
+}
 
 type setupCNIArgs struct {
 	binDir, confDir string
@@ -102,7 +115,7 @@ func runSetupCNI(_ context.Context, c *cmd, args []string) error {
 	if err := checkConflistOwner(conf, a.force); err != nil {
 		return err
 	}
-	changed, err := writeFileAtomic(conf, []byte(weaveConflist), 0o644)
+	changed, err := writeFileAtomic(conf, []byte(conflistFor(c.HTTPAddr)), 0o644)
 	if err != nil {
 		return fmt.Errorf("setup-cni: %w", err)
 	}
@@ -139,10 +152,10 @@ func checkConflistOwner(path string, force bool) error {
 
 // isWeaveConflist reports whether data has exactly the shape setup-cni
 // (or Weave Net 2.8.1's `weave setup-cni`) writes; only cniVersion and
-// the hairpinMode value may differ.
+// the hairpinMode and httpAddr values may differ.
 func isWeaveConflist(data []byte) bool {
 	var have, want map[string]any
-	if json.Unmarshal(data, &have) != nil || json.Unmarshal([]byte(weaveConflist), &want) != nil {
+	if json.Unmarshal(data, &have) != nil || json.Unmarshal([]byte(conflistFor("")), &want) != nil {
 		return false
 	}
 	if _, ok := have["cniVersion"].(string); !ok {
@@ -153,6 +166,9 @@ func isWeaveConflist(data []byte) bool {
 		if p, ok := plugins[0].(map[string]any); ok {
 			if _, isBool := p["hairpinMode"].(bool); isBool {
 				p["hairpinMode"] = true
+			}
+			if _, isString := p["httpAddr"].(string); isString {
+				delete(p, "httpAddr")
 			}
 		}
 	}

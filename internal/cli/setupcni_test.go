@@ -56,7 +56,7 @@ func TestSetupCNIInstallsAndIsIdempotent(t *testing.T) {
 		}
 	}
 	data, err := os.ReadFile(e.conflist)
-	if err != nil || string(data) != weaveConflist {
+	if err != nil || string(data) != conflistFor("") {
 		t.Fatalf("conflist = %q, %v", data, err)
 	}
 	if !strings.Contains(e.errOut.String(), "no portmap plugin") {
@@ -89,7 +89,7 @@ func TestSetupCNIRefusesForeignConflist(t *testing.T) {
 	if code := e.run("--force"); code != 0 {
 		t.Fatalf("--force: exit %d: %s", code, e.errOut)
 	}
-	if data, _ := os.ReadFile(e.conflist); string(data) != weaveConflist {
+	if data, _ := os.ReadFile(e.conflist); string(data) != conflistFor("") {
 		t.Fatalf("--force left %q", data)
 	}
 }
@@ -107,7 +107,7 @@ func TestSetupCNIReplacesWeave281Conflist(t *testing.T) {
 	if code := e.run(); code != 0 {
 		t.Fatalf("exit %d: %s", code, e.errOut)
 	}
-	if data, _ := os.ReadFile(e.conflist); string(data) != weaveConflist {
+	if data, _ := os.ReadFile(e.conflist); string(data) != conflistFor("") {
 		t.Fatalf("2.8.1 conflist not upgraded: %q", data)
 	}
 }
@@ -137,5 +137,24 @@ func TestSetupCNIArgs(t *testing.T) {
 	a, err := parseSetupCNI(nil)
 	if err != nil || a.binDir != DefaultCNIBinDir || a.confDir != DefaultCNIConfDir {
 		t.Errorf("defaults = %+v, %v", a, err)
+	}
+}
+
+func TestSetupCNINamesANonDefaultRouterAddress(t *testing.T) {
+	e := newSetupCNIEnv(t)
+	e.cfg.HTTPAddr = "127.0.0.1:7784"
+	if code := e.run(); code != 0 {
+		t.Fatalf("exit %d: %s", code, e.errOut)
+	}
+	data, _ := os.ReadFile(e.conflist)
+	if !strings.Contains(string(data), `"httpAddr": "127.0.0.1:7784",`) || !isWeaveConflist(data) {
+		t.Fatalf("conflist lacks the router address or is not recognised as weave's: %s", data)
+	}
+	e.cfg.HTTPAddr = ""
+	if code := e.run(); code != 0 {
+		t.Fatalf("back to the default address: exit %d: %s", code, e.errOut)
+	}
+	if data, _ := os.ReadFile(e.conflist); strings.Contains(string(data), "httpAddr") {
+		t.Fatalf("default address must not be written: %s", data)
 	}
 }

@@ -31,6 +31,7 @@ type NetConf struct {
 	IsGateway   bool     `json:"isGateway,omitempty"`
 	IPMasq      bool     `json:"ipMasq,omitempty"`
 	DataDir     string   `json:"dataDir,omitempty"`
+	HTTPAddr    string   `json:"httpAddr,omitempty"` // router API; "" = $WEAVE_HTTP_ADDR or 127.0.0.1:6784
 	IPAM        IPAMConf `json:"ipam"`
 }
 

@@ -36,20 +36,28 @@ type host struct {
 	dataDir string
 	cache   string
 	n       int
+	// httpAddr is the router's API inside the host.
+	httpAddr string
 }
 
 func newHost(t *testing.T) *host { t.Helper(); return newHostRange(t, ipRange) }
 
 // newHostRange launches the router with --ipalloc-range rng ("" = no IPAM).
-func newHostRange(t *testing.T, rng string) *host {
+func newHostRange(t *testing.T, rng string) *host { t.Helper(); return newHostAt(t, rng, "") }
+
+// newHostAt also sets the router's API address ("" = the default).
+func newHostAt(t *testing.T, rng, httpAddr string) *host {
 	t.Helper()
 	netnstest.RequireRoot(t)
 	netnstest.RequireTools(t, "ip", "iptables", "nsenter")
 	if build.err != nil {
 		t.Fatalf("TestMain could not build the product: %v", build.err)
 	}
-	tp := netnstest.New(t, netnstest.Config{Hosts: 1, Weave: build.weave})
-	x := &host{t: t, tp: tp, h: tp.Host(1), dataDir: t.TempDir(), cache: t.TempDir()}
+	tp := netnstest.New(t, netnstest.Config{Hosts: 1, Weave: build.weave, HTTPAddr: httpAddr})
+	x := &host{t: t, tp: tp, h: tp.Host(1), dataDir: t.TempDir(), cache: t.TempDir(), httpAddr: httpAddr}
+	if x.httpAddr == "" {
+		x.httpAddr = "127.0.0.1:6784"
+	}
 	if _, err := tp.StartRouter(x.h, "--no-fastdp", "--ipalloc-range", rng); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +133,7 @@ func (x *host) routerGET(path string) (int, string) {
 	var conn net.Conn
 	err := netns.Do(x.nsPath(), func() error {
 		var err error
-		conn, err = net.DialTimeout("tcp", "127.0.0.1:6784", 3*time.Second)
+		conn, err = net.DialTimeout("tcp", x.httpAddr, 3*time.Second)
 		return err
 	})
 	if err != nil {

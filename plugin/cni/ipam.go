@@ -14,7 +14,8 @@ type ipamConf struct {
 	types.PluginConf
 	IPAM struct {
 		IPAMConf
-		DataDir string `json:"dataDir,omitempty"`
+		DataDir  string `json:"dataDir,omitempty"`
+		HTTPAddr string `json:"httpAddr,omitempty"`
 	} `json:"ipam"`
 }
 
@@ -44,6 +45,7 @@ func (p *Plugin) ipamAdd(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	p = p.at(conf.IPAM.HTTPAddr)
 	st := conf.store()
 	rec := record{ContainerID: args.ContainerID, IfName: args.IfName, NetNS: args.Netns}
 	if err := st.save(rec); err != nil {
@@ -84,6 +86,7 @@ func (p *Plugin) ipamDel(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	p = p.at(conf.IPAM.HTTPAddr)
 	st := conf.store()
 	rec, _, _ := st.load(args.ContainerID, args.IfName)
 	ctx, cancel := p.context()
@@ -100,6 +103,7 @@ func (p *Plugin) ipamCheck(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	p = p.at(conf.IPAM.HTTPAddr)
 	prev, err := prevResult(&conf.PluginConf)
 	if err != nil {
 		return err
@@ -115,6 +119,7 @@ func (p *Plugin) ipamGC(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	p = p.at(conf.IPAM.HTTPAddr)
 	if !gcRequested(args.StdinData) {
 		return nil
 	}
@@ -125,8 +130,9 @@ func (p *Plugin) ipamGC(args *skel.CmdArgs) error {
 
 // ipamStatus: the router answers and has IPAM.
 func (p *Plugin) ipamStatus(args *skel.CmdArgs) error {
-	if _, err := parseIPAMConf(args.StdinData); err != nil {
+	conf, err := parseIPAMConf(args.StdinData)
+	if err != nil {
 		return err
 	}
-	return p.routerStatus()
+	return p.at(conf.IPAM.HTTPAddr).routerStatus()
 }

@@ -336,3 +336,24 @@ func TestDelWhileRouterDown(t *testing.T) {
 		t.Fatal("retried DEL left a record, the address or a veth")
 	}
 }
+
+// TestHTTPAddrFromConfig: a router on another API address is reached
+// through the config's httpAddr (kubelet passes plugins no environment).
+func TestHTTPAddrFromConfig(t *testing.T) {
+	x := newHostAt(t, ipRange, "127.0.0.1:7784")
+	_, rt := x.container()
+	_, err := x.client().AddNetworkList(context.Background(), x.conflist("1.1.0", ""), rt)
+	cniError(t, err, types.ErrTryAgainLater, "no weave router answers at http://127.0.0.1:6784")
+	l := x.conflist("1.1.0", `"httpAddr": "127.0.0.1:7784"`)
+	res := x.add(l, rt)
+	if held := x.heldBy(rt.ContainerID); held != res.IPs[0].Address.String() {
+		t.Fatalf("IPAM at 7784 holds %q, want %s", held, res.IPs[0].Address.String())
+	}
+	if err := x.client().GetStatusNetworkList(context.Background(), l); err != nil {
+		t.Fatalf("STATUS: %v", err)
+	}
+	x.del(l, rt)
+	if x.heldBy(rt.ContainerID) != "" {
+		t.Fatal("DEL through httpAddr did not release")
+	}
+}

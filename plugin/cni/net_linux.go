@@ -32,6 +32,7 @@ func (p *Plugin) netAdd(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	p = p.at(conf.HTTPAddr)
 	if err := checkTargetNS(args.Netns, args.IfName); err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ func (p *Plugin) netDel(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	p = p.at(conf.HTTPAddr)
 	st := newStore(conf.DataDir, netPluginName, conf.Name)
 	rec, ok, err := st.load(args.ContainerID, args.IfName)
 	if err != nil {
@@ -77,6 +78,7 @@ func (p *Plugin) netCheck(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	p = p.at(conf.HTTPAddr)
 	prev, err := prevResult(&conf.PluginConf)
 	if err != nil {
 		return err
@@ -187,6 +189,7 @@ func (p *Plugin) netGC(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	p = p.at(conf.HTTPAddr)
 	if !gcRequested(args.StdinData) {
 		fmt.Fprintln(stderr, "weave-net: GC without cni.dev/valid-attachments: nothing released")
 		return nil
@@ -206,6 +209,7 @@ func (p *Plugin) netStatus(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	p = p.at(conf.HTTPAddr)
 	if _, err := bridgeOf(conf.Bridge); err != nil {
 		return types.NewError(types.ErrPluginNotAvailable, err.(*types.Error).Msg, "")
 	}

@@ -45,6 +45,18 @@ func NewFromEnv() *Plugin {
 	return &Plugin{API: api.NewClient(api.Config{Addr: os.Getenv("WEAVE_HTTP_ADDR")}), Timeout: DefaultTimeout}
 }
 
+// at returns p talking to addr instead (the config's httpAddr, which
+// beats $WEAVE_HTTP_ADDR: kubelet passes plugins no environment), or p
+// itself when addr is empty.
+func (p *Plugin) at(addr string) *Plugin {
+	if addr == "" {
+		return p
+	}
+	q := *p
+	q.API = api.NewClient(api.Config{Addr: addr})
+	return &q
+}
+
 // About is the text the plugins print when run without CNI_COMMAND.
 func About(name string) string {
 	return name + ": weave's CNI plugin (github.com/seedf75a49c6/weave); talks to the weave router at $WEAVE_HTTP_ADDR (default " + api.DefaultAddr + ")"
