@@ -70,6 +70,7 @@ wait_for() {
 }
 
 established() { weave "$1" status connections | grep -q "^-> $2:6783 *established"; }
+resolves() { [ "$(weave "$1" dns-lookup "$2")" = "$3" ]; }
 
 say "underlay: bridge br0 in namespace $P-ul, hosts h1..h3 on 192.168.100.0/24"
 addns ul
@@ -105,10 +106,10 @@ say "waiting for h1 and h3 to establish their connections to h2"
 wait_for 30 "h1 -> h2 established" established h1 192.168.100.2
 wait_for 30 "h3 -> h2 established" established h3 192.168.100.2
 
-say "attaching containers c1..c3 with weave attach (no address: IPAM allocates)"
+say "attaching containers c1..c3 with weave attach (no address: IPAM allocates; --name: weaveDNS)"
 for i in 1 2 3; do
 	addns "c$i"
-	ip=$(weave "h$i" attach "/var/run/netns/$P-c$i") || die "weave attach on h$i"
+	ip=$(weave "h$i" attach --name "c$i" "/var/run/netns/$P-c$i") || die "weave attach on h$i"
 	echo "c$i: $ip"
 	eval "IP$i=\$ip"
 done
@@ -133,3 +134,8 @@ say "weave status peers (h1)"
 weave h1 status peers
 say "weave status connections (h1: h3 is unreachable; h2 established, encrypted, on sleeve with the reason the fast path is not used)"
 weave h1 status connections
+say "weaveDNS: h1 resolves c3, registered on h3, which it cannot reach directly"
+wait_for 20 "c3.weave.local in h1's weaveDNS" resolves h1 c3 "$IP3"
+weave h1 dns-lookup c3.weave.local
+say "weave status dns (h1)"
+weave h1 status dns
