@@ -13,7 +13,13 @@ import (
 
 // Expose adds addr to the bridge (host access to the overlay) and the NAT
 // rules that masquerade traffic from it. Idempotent.
-func (f *Firewall) Expose(addr netip.Prefix) error {
+func (f *Firewall) Expose(addr netip.Prefix) error { return f.expose(addr, false) }
+
+// ExposeWithoutNAT is Expose without the NAT rules (POST
+// /expose?skipNAT=true, weave expose --without-masquerade).
+func (f *Firewall) ExposeWithoutNAT(addr netip.Prefix) error { return f.expose(addr, true) }
+
+func (f *Firewall) expose(addr netip.Prefix, skipNAT bool) error {
 	br, err := netlink.LinkByName(f.bridge)
 	if err != nil {
 		return fmt.Errorf("look up bridge %s: %w", f.bridge, err)
@@ -22,7 +28,7 @@ func (f *Firewall) Expose(addr netip.Prefix) error {
 		return fmt.Errorf("expose %s: %w", addr, err)
 	}
 	f.mu.Lock()
-	err = f.ensureExposeLocked(addr)
+	err = f.ensureExposeLocked(addr, skipNAT)
 	f.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("expose %s: %w", addr, err)

@@ -85,7 +85,7 @@ type Firewall struct {
 	ipt    iptablesCmd
 
 	mu      sync.Mutex
-	exposed map[netip.Prefix]struct{}
+	exposed map[netip.Prefix]bool // exposed address -> without NAT (skipNAT)
 	noTrack []int // UDP ports exempted from conntrack
 }
 
@@ -99,7 +99,7 @@ func NewFirewall(bridge, bin string) *Firewall {
 	if bin == "" {
 		bin = "iptables"
 	}
-	return &Firewall{bridge: bridge, ipt: iptablesCmd(bin), exposed: map[netip.Prefix]struct{}{}}
+	return &Firewall{bridge: bridge, ipt: iptablesCmd(bin), exposed: map[netip.Prefix]bool{}}
 }
 
 // Ensure installs the forward rules and the canary chains. Idempotent.
@@ -204,18 +204,23 @@ func (f *Firewall) reapply() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	errs := []error{f.ensureLocked()}
-	for p := range f.exposed {
-		errs = append(errs, f.ensureExposeLocked(p))
+	for p, skipNAT := range f.exposed {
+		errs = append(errs, f.ensureExposeLocked(p, skipNAT))
 	}
 	return errors.Join(errs...)
 }
 
 // ensureExposeLocked adds the rules for one exposed address; f.mu held.
-func (f *Firewall) ensureExposeLocked(addr netip.Prefix) error {
+// With skipNAT only the filter rule is added (weave expose
+// --without-masquerade): traffic from the address keeps its source.
+func (f *Firewall) ensureExposeLocked(addr netip.Prefix, skipNAT bool) error {
 	if err := f.ensureLocked(); err != nil {
 		return err
 	}
 	for i, r := range exposeRules(f.bridge, addr) {
+		if skipNAT && r.table == "nat" {
+			continue
+		}
 		pos := 0
 		if i == 0 {
 			pos = 1 // multicast RETURN goes ahead of every MASQUERADE
@@ -224,7 +229,7 @@ func (f *Firewall) ensureExposeLocked(addr netip.Prefix) error {
 			return err
 		}
 	}
-	f.exposed[addr] = struct{}{}
+	f.exposed[addr] = skipNAT
 	return nil
 }
 

@@ -79,6 +79,32 @@ func TestMonitorRestoresCanaryAndExposure(t *testing.T) {
 	})
 }
 
+// TestExposeWithoutNAT: skipNAT exposes the address and accepts
+// forwarding into its subnet, with no NAT rule, also after a reapply.
+func TestExposeWithoutNAT(t *testing.T) {
+	nsPath, bridge := hostWithBridge(t, 0)
+	addr := netip.MustParsePrefix("10.42.0.1/16")
+	fw := NewFirewall(bridge, "")
+	in(t, nsPath, func() error { return fw.ExposeWithoutNAT(addr) })
+	in(t, nsPath, fw.reapply)
+	dump := iptablesSave(t, nsPath)
+	if n := countLines(dump, "-A WEAVE-EXPOSE -d 10.42.0.0/16 -j ACCEPT"); n != 1 {
+		t.Errorf("filter ACCEPT appears %d times, want once:\n%s", n, dump)
+	}
+	for _, l := range strings.Split(dump, "\n") {
+		if strings.Contains(l, "10.42.0.0/16") && strings.HasPrefix(l, "-A WEAVE ") {
+			t.Errorf("NAT rule for a skipNAT address: %q", l)
+		}
+	}
+	if !bridgeHas(t, nsPath, bridge, addr) {
+		t.Errorf("bridge lacks exposed address %s", addr)
+	}
+	in(t, nsPath, func() error { return fw.Hide(addr) })
+	if dump := iptablesSave(t, nsPath); strings.Contains(dump, "10.42.0.0/16") {
+		t.Errorf("Hide left rules:\n%s", dump)
+	}
+}
+
 func TestExposeHide(t *testing.T) {
 	nsPath, bridge := hostWithBridge(t, 0)
 	addr := netip.MustParsePrefix("10.41.0.1/16")

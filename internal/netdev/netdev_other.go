@@ -31,6 +31,9 @@ func (*Firewall) Remove() error { return ErrUnsupported }
 // Expose returns ErrUnsupported outside Linux.
 func (*Firewall) Expose(addr netip.Prefix) error { return ErrUnsupported }
 
+// ExposeWithoutNAT is not supported off Linux.
+func (*Firewall) ExposeWithoutNAT(addr netip.Prefix) error { return ErrUnsupported }
+
 // Hide returns ErrUnsupported outside Linux.
 func (*Firewall) Hide(addr netip.Prefix) error { return ErrUnsupported }
 

@@ -98,10 +98,14 @@ func (h *frameHandler) HandleForwarded(src, dst wmesh.PeerName, frame []byte) {
 	}
 }
 
-func (b *backend) Expose(addr netip.Prefix) error {
-	if err := b.firewall.Expose(addr); err != nil {
+func (b *backend) Expose(addr netip.Prefix, skipNAT bool) error {
+	expose := b.firewall.Expose
+	if skipNAT {
+		expose = b.firewall.ExposeWithoutNAT
+	}
+	if err := expose(addr); err != nil {
 		return fmt.Errorf("expose %s on %s: %w", addr, b.bridge, err)
 	}
-	b.log.Info("exposed address on the bridge", "cidr", addr.String(), "bridge", b.bridge)
+	b.log.Info("exposed address on the bridge", "cidr", addr.String(), "bridge", b.bridge, "skipNAT", skipNAT)
 	return nil
 }

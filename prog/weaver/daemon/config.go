@@ -49,6 +49,7 @@ type Config struct {
 	Peers              []string       // positional args: initial peers host[:port]
 	HTTPAddr           string         // --http-addr: full API; "/path" = unix socket; default 127.0.0.1:6784
 	StatusAddr         string         // --status-addr: read-only API; "" = off
+	PProf              bool           // --pprof: /debug/pprof/ on the full API
 	Bridge             string         // --weave-bridge: default "weave"
 	MTU                int            // --mtu: bridge MTU; 0 = underlay MTU - 50 (fast path) or 65535 (--no-fastdp)
 	LogLevel           string         // --log-level: debug, info, warning, error; default info

@@ -252,6 +252,7 @@ func (d *daemon) startHTTP(b *backend) error {
 	api := httpapi.APIConfig{
 		Backend: b, Logger: d.log.With("component", "http"),
 		IPAM: d.cfg.IPAllocRange, IPAMDefaultSubnet: d.cfg.IPAllocDefaultSubnet,
+		PProf: d.cfg.PProf,
 	}
 	if b.ipam != nil {
 		api.IPAMHandler = b.ipam.Handler()

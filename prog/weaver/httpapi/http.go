@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"net/netip"
 	"strings"
 	"text/template"
@@ -21,8 +22,9 @@ type Backend interface {
 	Connect(peers []string, replace bool) []error
 	// Forget removes connection targets.
 	Forget(peers []string) error
-	// Expose adds addr to the bridge and masquerades traffic from it.
-	Expose(addr netip.Prefix) error
+	// Expose adds addr to the bridge and, unless skipNAT, masquerades
+	// traffic from it.
+	Expose(addr netip.Prefix, skipNAT bool) error
 }
 
 // APIConfig configures the HTTP API handler.
@@ -39,6 +41,10 @@ type APIConfig struct {
 	// DNSHandler serves weaveDNS's routes (/name..., /domain,
 	// /dns-address[-port], GET /status/dns); nil with --no-dns.
 	DNSHandler http.Handler
+	// PProf (--pprof) serves net/http/pprof under /debug/pprof/ on the
+	// full API. 2.8.1 served it always, as a side effect of the default
+	// ServeMux; a profiling endpoint stays off unless asked for.
+	PProf bool
 }
 
 type api struct {
@@ -85,6 +91,9 @@ func NewAPIHandler(cfg APIConfig) http.Handler {
 		mux.HandleFunc("POST /forget", a.forget)
 		mux.HandleFunc("DELETE /peer", a.deletePeer)
 		mux.HandleFunc("POST /expose/{ip}/{prefixlen}", a.expose)
+		if cfg.PProf {
+			handlePProf(mux)
+		}
 	}
 	return recoverMiddleware(cfg.Logger, mux)
 }
@@ -286,13 +295,27 @@ func (a *api) expose(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusBadRequest, "invalid address: want /expose/<IPv4>/<prefix length>\n")
 		return
 	}
-	if r.Form.Get("skipNAT") == "true" {
-		writeText(w, http.StatusNotImplemented, "expose: skipNAT not implemented yet\n")
+	skipNAT := false
+	switch v := r.Form.Get("skipNAT"); v {
+	case "true":
+		skipNAT = true
+	case "", "false":
+	default:
+		writeText(w, http.StatusBadRequest, fmt.Sprintf("invalid skipNAT %q: want true or false\n", v))
 		return
 	}
-	if err := a.cfg.Backend.Expose(addr); err != nil {
+	if err := a.cfg.Backend.Expose(addr, skipNAT); err != nil {
 		writeText(w, http.StatusInternalServerError, oneLine(err.Error())+"\n")
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// handlePProf mounts the profiling handlers on mux (not the default mux).
+func handlePProf(mux *http.ServeMux) {
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 }

@@ -23,6 +23,7 @@ type fakeBackend struct {
 	replace    []bool
 	forgotten  [][]string
 	exposed    []netip.Prefix
+	skipNAT    []bool
 	panics     bool
 }
 
@@ -50,10 +51,11 @@ func (f *fakeBackend) Forget(peers []string) error {
 	return nil
 }
 
-func (f *fakeBackend) Expose(addr netip.Prefix) error {
+func (f *fakeBackend) Expose(addr netip.Prefix, skipNAT bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.exposed = append(f.exposed, addr)
+	f.skipNAT = append(f.skipNAT, skipNAT)
 	return nil
 }
 
@@ -375,7 +377,7 @@ func TestAPIExpose(t *testing.T) {
 		{"POST", "/expose/10.32.0.5/99", 400},
 		{"POST", "/expose/fe80::1/64", 400},
 		{"POST", "/expose/banana/12", 400},
-		{"POST", "/expose/10.32.0.5/12?skipNAT=true", 501},
+		{"POST", "/expose/10.32.0.5/12?skipNAT=yes", 400},
 		{"GET", "/expose/10.32.0.5/12", 405},
 		{"POST", "/expose/10.32.0.5", 404},
 	} {
@@ -385,5 +387,31 @@ func TestAPIExpose(t *testing.T) {
 	}
 	if len(a.be.exposed) != 1 {
 		t.Errorf("backend called for rejected requests: %v", a.be.exposed)
+	}
+	if code, _, body := a.do("POST", "/expose/10.32.0.6/12?skipNAT=true", ""); code != http.StatusNoContent {
+		t.Fatalf("expose skipNAT: %d %q", code, body)
+	}
+	if !slices.Equal(a.be.skipNAT, []bool{false, true}) {
+		t.Errorf("skipNAT passed as %v", a.be.skipNAT)
+	}
+}
+
+// TestAPIPProfOnlyWhenAsked: /debug/pprof/ is 404 by default and on the
+// read-only listener, and the profiling index with PProf (--pprof).
+func TestAPIPProfOnlyWhenAsked(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		mod  func(*APIConfig)
+		code int
+	}{
+		{"default", nil, http.StatusNotFound},
+		{"--pprof", func(c *APIConfig) { c.PProf = true }, http.StatusOK},
+		{"--pprof, read-only listener", func(c *APIConfig) { c.PProf, c.ReadOnly = true, true }, http.StatusNotFound},
+	} {
+		a := newAPITest(t, c.mod)
+		code, _, body := a.do("GET", "/debug/pprof/", "")
+		if code != c.code || (code == 200 && !strings.Contains(body, "goroutine")) {
+			t.Errorf("%s: GET /debug/pprof/ = %d, want %d", c.name, code, c.code)
+		}
 	}
 }
