@@ -86,7 +86,7 @@ type Firewall struct {
 
 	mu      sync.Mutex
 	exposed map[netip.Prefix]bool // exposed address -> without NAT (skipNAT)
-	noTrack []int // UDP ports exempted from conntrack
+	noTrack []int                 // UDP ports exempted from conntrack
 }
 
 // NewFirewall returns the firewall of bridge ("" = DefaultBridge), run
