@@ -16,32 +16,55 @@ const pool12 = "weave-10.32.0.0/12-10.32.0.0/12"
 // and `docker rm`, in its order, and checks each answer and its effect.
 func TestDockerCallSequence(t *testing.T) {
 	h := newHarness(t)
+	poolID, gw := h.networkCreateCalls()
+	ip := h.runCalls(poolID, gw)
+	h.rmCalls(poolID, ip)
+	// docker network rm
+	h.mesh("NetworkDriver.DeleteNetwork", network.DeleteNetworkRequest{NetworkID: "net1"}, nil)
+	h.mesh("IpamDriver.ReleaseAddress", ipam.ReleaseAddressRequest{PoolID: poolID, Address: netip.MustParsePrefix(gw).Addr().String()}, nil)
+	h.mesh("IpamDriver.ReleasePool", ipam.ReleasePoolRequest{PoolID: poolID}, nil)
+	if len(h.links.bridge) != 1 {
+		t.Errorf("the host's gateway address was removed on network rm: %v", h.links.bridge)
+	}
+}
+
+// networkCreateCalls: address spaces, default pool, gateway (the host gets
+// exposed there), CreateNetwork. It returns the pool ID and gateway CIDR.
+func (h *harness) networkCreateCalls() (poolID, gw string) {
+	h.t.Helper()
 	var spaces ipam.AddressSpacesResponse
 	h.mesh("IpamDriver.GetDefaultAddressSpaces", nil, &spaces)
 	if spaces.LocalDefaultAddressSpace != "weavelocal" || spaces.GlobalDefaultAddressSpace != "weaveglobal" {
-		t.Fatalf("address spaces %+v", spaces)
+		h.t.Fatalf("address spaces %+v", spaces)
 	}
 	var pool ipam.RequestPoolResponse
 	h.mesh("IpamDriver.RequestPool", ipam.RequestPoolRequest{AddressSpace: "weavelocal"}, &pool)
 	if pool.PoolID != pool12 || pool.Pool != "10.32.0.0/12" {
-		t.Fatalf("default pool %+v", pool)
+		h.t.Fatalf("default pool %+v", pool)
 	}
-	gw := h.requestAddress(pool.PoolID, "", map[string]string{"RequestAddressType": "com.docker.network.gateway"})
+	gw = h.requestAddress(pool.PoolID, "", map[string]string{"RequestAddressType": "com.docker.network.gateway"})
 	if h.alloc.idents()[ExposeIdent] == nil || len(h.links.bridge) != 1 || h.links.bridge[0].String() != gw {
-		t.Fatalf("gateway %s: bridge now has %v, IPAM %v; want the host exposed at the gateway", gw, h.links.bridge, h.alloc.idents())
+		h.t.Fatalf("gateway %s: bridge now has %v, IPAM %v; want the host exposed at the gateway", gw, h.links.bridge, h.alloc.idents())
 	}
 	h.createNetwork("net1", true)
-	addr := h.requestAddress(pool.PoolID, "", nil)
+	return pool.PoolID, gw
+}
+
+// runCalls: RequestAddress, CreateEndpoint, Join, external connectivity,
+// EndpointOperInfo. It returns the container's address.
+func (h *harness) runCalls(poolID, gw string) string {
+	h.t.Helper()
+	addr := h.requestAddress(poolID, "", nil)
 	ip := netip.MustParsePrefix(addr).Addr().String()
 	if got := h.alloc.idents()[ip]; len(got) != 1 {
-		t.Fatalf("container address %s not filed under itself: %v", addr, h.alloc.idents())
+		h.t.Fatalf("container address %s not filed under itself: %v", addr, h.alloc.idents())
 	}
 	var ep network.CreateEndpointResponse
 	h.mesh("NetworkDriver.CreateEndpoint", network.CreateEndpointRequest{
 		NetworkID: "net1", EndpointID: "0123456789abcdef", Interface: &network.EndpointInterface{Address: addr},
 	}, &ep)
 	if ep.Interface == nil || ep.Interface.MacAddress != h.links.endpoints["0123456789abcdef"].String() {
-		t.Fatalf("CreateEndpoint answered %+v; want the veth's MAC", ep.Interface)
+		h.t.Fatalf("CreateEndpoint answered %+v; want the veth's MAC", ep.Interface)
 	}
 	var join network.JoinResponse
 	h.mesh("NetworkDriver.Join", network.JoinRequest{NetworkID: "net1", EndpointID: "0123456789abcdef", SandboxKey: "/var/run/docker/netns/x"}, &join)
@@ -52,28 +75,27 @@ func TestDockerCallSequence(t *testing.T) {
 		DisableGatewayService: true,
 	}
 	if !reflect.DeepEqual(join, want) {
-		t.Fatalf("Join answered %+v, want %+v", join, want)
+		h.t.Fatalf("Join answered %+v, want %+v", join, want)
 	}
 	h.mesh("NetworkDriver.ProgramExternalConnectivity", network.ProgramExternalConnectivityRequest{NetworkID: "net1", EndpointID: "0123456789abcdef"}, nil)
 	var info network.InfoResponse
 	h.mesh("NetworkDriver.EndpointOperInfo", network.InfoRequest{NetworkID: "net1", EndpointID: "0123456789abcdef"}, &info)
-	// docker rm
+	return ip
+}
+
+// rmCalls: docker rm's RevokeExternalConnectivity, Leave, DeleteEndpoint
+// (the veth goes) and ReleaseAddress (the address goes).
+func (h *harness) rmCalls(poolID, ip string) {
+	h.t.Helper()
 	h.mesh("NetworkDriver.RevokeExternalConnectivity", network.RevokeExternalConnectivityRequest{NetworkID: "net1", EndpointID: "0123456789abcdef"}, nil)
 	h.mesh("NetworkDriver.Leave", network.LeaveRequest{NetworkID: "net1", EndpointID: "0123456789abcdef"}, nil)
 	h.mesh("NetworkDriver.DeleteEndpoint", network.DeleteEndpointRequest{NetworkID: "net1", EndpointID: "0123456789abcdef"}, nil)
 	if len(h.links.endpoints) != 0 {
-		t.Fatalf("veth left after DeleteEndpoint: %v", h.links.endpoints)
+		h.t.Fatalf("veth left after DeleteEndpoint: %v", h.links.endpoints)
 	}
-	h.mesh("IpamDriver.ReleaseAddress", ipam.ReleaseAddressRequest{PoolID: pool.PoolID, Address: ip}, nil)
+	h.mesh("IpamDriver.ReleaseAddress", ipam.ReleaseAddressRequest{PoolID: poolID, Address: ip}, nil)
 	if _, ok := h.alloc.idents()[ip]; ok {
-		t.Fatalf("ReleaseAddress left %s allocated", ip)
-	}
-	// docker network rm
-	h.mesh("NetworkDriver.DeleteNetwork", network.DeleteNetworkRequest{NetworkID: "net1"}, nil)
-	h.mesh("IpamDriver.ReleaseAddress", ipam.ReleaseAddressRequest{PoolID: pool.PoolID, Address: netip.MustParsePrefix(gw).Addr().String()}, nil)
-	h.mesh("IpamDriver.ReleasePool", ipam.ReleasePoolRequest{PoolID: pool.PoolID}, nil)
-	if len(h.links.bridge) != 1 {
-		t.Errorf("the host's gateway address was removed on network rm: %v", h.links.bridge)
+		h.t.Fatalf("ReleaseAddress left %s allocated", ip)
 	}
 }
 

@@ -116,3 +116,28 @@ func TestRunVersionAndUsageErrors(t *testing.T) {
 		t.Errorf("exit code for nil = %d", code)
 	}
 }
+
+// TestParsePluginFlags: 2.8.1's plugin flags, their defaults, --no-plugin
+// winning, and socket paths checked only when the plugin is on.
+func TestParsePluginFlags(t *testing.T) {
+	cfg, _, err := parseFlags(nil, io.Discard, env(map[string]string{"DOCKER_HOST": "unix:///tmp/d.sock"}))
+	if err != nil || cfg.PluginEnabled() || cfg.PluginSocket != "/run/docker/plugins/weave.sock" ||
+		cfg.PluginMeshSocket != "/run/docker/plugins/weavemesh.sock" || cfg.DockerAPI != "unix:///tmp/d.sock" {
+		t.Fatalf("defaults: %v %+v", err, cfg)
+	}
+	cfg, _, err = parseFlags([]string{"--plugin", "--no-plugin", "--plugin-socket=x"}, io.Discard, env(nil))
+	if err != nil || cfg.PluginEnabled() {
+		t.Fatalf("--plugin --no-plugin: enabled=%v err=%v; want off, and no socket check", cfg.PluginEnabled(), err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--plugin", "--plugin-socket=rel.sock"}, `--plugin-socket: want an absolute socket path, got "rel.sock"`},
+		{[]string{"--plugin", "--plugin-socket=/s", "--plugin-mesh-socket=/s"}, "both are /s; they must differ"},
+	} {
+		if _, _, err := parseFlags(tc.args, io.Discard, env(nil)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: err %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
