@@ -173,6 +173,16 @@ func (s *Server) serveLocal(w mdns.ResponseWriter, req *mdns.Msg) {
 		return
 	}
 	q := req.Question[0]
+	if mdns.CanonicalName(q.Name) == s.zone.Domain() { // the zone apex exists, holding only its SOA
+		m := s.reply(req)
+		if q.Qtype == mdns.TypeSOA || q.Qtype == mdns.TypeANY {
+			m.Answer = []mdns.RR{s.soa()}
+		} else {
+			m.Ns = []mdns.RR{s.soa()}
+		}
+		s.write(w, req, m)
+		return
+	}
 	s.answerName(w, req, q.Name, s.zone.Lookup(q.Name))
 }
 
@@ -185,11 +195,14 @@ func (s *Server) answerName(w mdns.ResponseWriter, req *mdns.Msg, name string, a
 		s.write(w, req, m)
 		return
 	}
-	if q.Qtype == mdns.TypeA || q.Qtype == mdns.TypeANY {
-		rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
-		for _, a := range addrs {
-			m.Answer = append(m.Answer, &mdns.A{Hdr: s.hdr(name, mdns.TypeA), A: a.AsSlice()})
-		}
+	if q.Qtype != mdns.TypeA && q.Qtype != mdns.TypeANY {
+		m.Ns = []mdns.RR{s.soa()} // NODATA: the name exists, not with this type
+		s.write(w, req, m)
+		return
+	}
+	rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
+	for _, a := range addrs {
+		m.Answer = append(m.Answer, &mdns.A{Hdr: s.hdr(name, mdns.TypeA), A: a.AsSlice()})
 	}
 	s.write(w, req, m)
 }

@@ -117,6 +117,8 @@ func TestServerAnswersOurNames(t *testing.T) {
 		{"db.", mdns.TypeA, mdns.RcodeSuccess, []string{"10.32.0.1"}},
 		{"db.weave.local.", mdns.TypeMX, mdns.RcodeSuccess, nil},
 		{"nope.weave.local.", mdns.TypeA, mdns.RcodeNameError, nil},
+		{"weave.local.", mdns.TypeA, mdns.RcodeSuccess, nil},
+		{"db.weave.local.", mdns.TypeAAAA, mdns.RcodeSuccess, nil},
 		{"gone.weave.local.", mdns.TypeA, mdns.RcodeNameError, nil},
 		{"1.0.32.10.in-addr.arpa.", mdns.TypePTR, mdns.RcodeSuccess, []string{"db.weave.local."}},
 		{"2.0.32.10.IN-ADDR.ARPA.", mdns.TypePTR, mdns.RcodeSuccess, []string{"Web.weave.local."}},
@@ -131,6 +133,12 @@ func TestServerAnswersOurNames(t *testing.T) {
 					mdns.RcodeToString[r.Rcode], answers(r), mdns.RcodeToString[tc.rcode], tc.want)
 			}
 		}
+	}
+	if r := query(t, s.Addr(), "udp", "weave.local.", mdns.TypeSOA, 0); len(r.Answer) != 1 || r.Answer[0].Header().Rrtype != mdns.TypeSOA {
+		t.Errorf("SOA at the apex: %v", r.Answer)
+	}
+	if r := query(t, s.Addr(), "udp", "nope.weave.local.", mdns.TypeA, 0); len(r.Ns) != 1 || r.Ns[0].Header().Rrtype != mdns.TypeSOA {
+		t.Errorf("NXDOMAIN without an SOA for negative caching: %v", r.Ns)
 	}
 	r := query(t, s.Addr(), "udp", "db.weave.local.", mdns.TypeA, 0)
 	if !r.Authoritative || r.Answer[0].Header().Ttl != DefaultTTL {
