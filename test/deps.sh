@@ -9,6 +9,8 @@ NEEDED="ip:iproute2 iptables:iptables ping:iputils-ping tcpdump:tcpdump iperf3:i
 # CNI tests (plugin/cni, test/e2e): podman 4.3 with runc, a static busybox
 # for the test image, nsenter; files below are checked by path.
 NEEDED="$NEEDED podman:podman runc:runc busybox:busybox-static nsenter:util-linux"
+# NetworkPolicy tests (npc/nft) list our table with nft.
+NEEDED="$NEEDED nft:nftables"
 NEEDED_FILES="/usr/lib/cni/portmap:containernetworking-plugins"
 
 # apt_install installs the Debian packages whose command (or file) is missing.

@@ -26,7 +26,7 @@
 //	    count into the dynamic set @blocked (protocol . port, with counters)
 //	    log (rate-limited), drop
 //
-// "mark" ORs netdev.NPCMark into the packet mark: the router's guard table
+// "mark" ORs Mark (= internal/netdev.NPCMark) into the packet mark: the router's guard table
 // (weaver --expect-npc) drops new connections on the bridge that lack it,
 // so pods are closed while weave-npc is not running.
 package nft

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -356,5 +358,73 @@ func TestNoWindowDuringSwaps(t *testing.T) {
 	t.Logf("%d table swaps while probing", swaps)
 	if len(leaks) > 0 {
 		t.Errorf("%d probes reached the denied pod during table swaps", len(leaks))
+	}
+}
+
+func TestMarkIsTheRoutersGuardMark(t *testing.T) {
+	if Mark != netdev.NPCMark {
+		t.Fatalf("nft.Mark %#x != netdev.NPCMark %#x: the router's guard would drop what weave-npc allows", Mark, netdev.NPCMark)
+	}
+}
+
+// With the router's --expect-npc guard, pods are closed until weave-npc
+// loads its table, open per policy while it is there, and closed again
+// when it is removed; host-to-pod traffic passes throughout.
+func TestRouterGuard(t *testing.T) {
+	h := newHost(t)
+	h.addPod("x", "a", "10.32.0.1", map[string]string{"pod": "a"})
+	h.addPod("y", "a", "10.32.0.4", map[string]string{"pod": "a"})
+	h.do(func() error { return netdev.EnsureNPCGuard("weave") })
+	reach := func() bool {
+		ok, err := npctest.Probe(h.pods["y/a"].path, "tcp", "10.32.0.1", 80, 700*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if reach() {
+		t.Errorf("guard on, no weave-npc table: connection got through")
+	}
+	h.apply()
+	if !reach() {
+		t.Errorf("guard on, weave-npc table without policies: connection dropped")
+	}
+	h.do(h.enf.Remove)
+	if reach() {
+		t.Errorf("guard on, weave-npc table removed: connection got through")
+	}
+	if ok, err := npctest.Probe(h.path, "tcp", "10.32.0.1", 80, 2*time.Second); err != nil || !ok {
+		t.Errorf("host -> pod with the guard on: allowed=%v err=%v, want allowed", ok, err)
+	}
+	h.do(netdev.RemoveNPCGuard)
+	if !reach() {
+		t.Errorf("guard removed: connection dropped")
+	}
+}
+
+// `nft list table inet weave-npc` (docs/npc.md) shows readable rules
+// carrying the policy they come from, and the drop counters per port.
+func TestListTableIsReadable(t *testing.T) {
+	netnstest.RequireTools(t, "nft")
+	h := newHost(t)
+	threePods(h)
+	h.probeAll(h.apply(testPolicies()...), map[string][]int{"tcp": {83}})
+	var out []byte
+	h.do(func() error {
+		var err error
+		out, err = exec.Command("nft", "list", "table", "inet", DefaultTable).CombinedOutput()
+		return err
+	})
+	for _, want := range []string{
+		`oifname "weave" ip daddr @ingress-isolated jump ingress`,
+		`ip daddr . meta l4proto . th dport @named-`,
+		`comment "x/ingress ingress[0]"`,
+		`comment "peers ipBlock 10.32.0.0/24 except 10.32.0.2/32"`,
+		`elements = { 10.32.0.0/31, 10.32.0.3-10.32.0.255 }`,
+		`tcp . 83 counter packets `,
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("nft list table lacks %q:\n%s", want, out)
+		}
 	}
 }

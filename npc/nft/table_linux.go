@@ -11,7 +11,6 @@ import (
 	"github.com/google/nftables/userdata"
 	"golang.org/x/sys/unix"
 
-	"github.com/seedf75a49c6/weave/internal/netdev"
 	"github.com/seedf75a49c6/weave/npc"
 )
 
@@ -28,6 +27,12 @@ const (
 	setBlocked   = "blocked"
 	setPortProto = "port-protocols"
 )
+
+// Mark is the packet mark bit ORed into every new connection the table
+// lets through; the router's guard (internal/netdev, weaver --expect-npc)
+// drops new bridged connections without it. Equal to netdev.NPCMark (a
+// test checks); not imported from there so weave-npc links no router code.
+const Mark uint32 = 0x40000
 
 // LogPrefix starts the kernel log line of every blocked connection.
 const LogPrefix = "weave-npc blocked: "
@@ -112,10 +117,10 @@ func (b *builder) addRules(m *npc.Model) error {
 	b.add(chainForward, "", ifIs(expr.MetaKeyIIFNAME, b.bridge), one(verdict(expr.VerdictGoto, chainPods)))
 	b.add(chainForward, "", ifIs(expr.MetaKeyOIFNAME, b.bridge), one(verdict(expr.VerdictGoto, chainPods)))
 	b.add(chainPods, "replies of allowed connections", ctEstablished(), one(accept()))
-	b.add(chainPods, "pods are IPv4 only", notIPv4(), setMark(netdev.NPCMark), one(accept()))
+	b.add(chainPods, "pods are IPv4 only", notIPv4(), setMark(Mark), one(accept()))
 	b.add(chainPods, "", ifIs(expr.MetaKeyIIFNAME, b.bridge), addrIn(saddr, b.sets[npc.SetEgressIsolated]), one(verdict(expr.VerdictJump, chainEgress)))
 	b.add(chainPods, "", ifIs(expr.MetaKeyOIFNAME, b.bridge), addrIn(daddr, b.sets[npc.SetIngressIsolated]), one(verdict(expr.VerdictJump, chainIngress)))
-	b.add(chainPods, "allowed", setMark(netdev.NPCMark), one(accept()))
+	b.add(chainPods, "allowed", setMark(Mark), one(accept()))
 	for _, r := range m.Rules {
 		if err := b.policyRule(r); err != nil {
 			return err
