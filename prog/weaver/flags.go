@@ -119,6 +119,7 @@ func registerFlags(fs *flag.FlagSet, c *daemon.Config, version, printName *bool)
 	registerDNSFlags(fs, c)
 	registerLivenessFlags(fs, c)
 	registerPluginFlags(fs, c)
+	fs.BoolVar(&c.ExpectNPC, "expect-npc", c.ExpectNPC, "close the bridge to new connections weave-npc has not allowed (weave-npc enforces NetworkPolicies)")
 }
 
 func registerLivenessFlags(fs *flag.FlagSet, c *daemon.Config) {

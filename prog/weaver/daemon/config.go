@@ -56,6 +56,7 @@ type Config struct {
 	PktDebug           bool           // --pkt-debug: per-frame debug logs
 	DataDir            string         // --data-dir: default $WEAVE_DATA_DIR or /var/lib/weave
 	RunDir             string         // --run-dir: default $WEAVE_RUN_DIR or /run/weave
+	ExpectNPC          bool           // --expect-npc: drop new bridged connections weave-npc did not mark (netdev.EnsureNPCGuard)
 
 	IPAllocRange         string // --ipalloc-range: default 10.32.0.0/12; "" = IPAM off
 	IPAllocInit          string // --ipalloc-init: consensus[=N] (default, N = targets+1), seed=PEER,..., observer

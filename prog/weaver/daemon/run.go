@@ -160,6 +160,22 @@ func (d *daemon) setupHost(ctx context.Context, name wmesh.PeerName) error {
 		return fmt.Errorf("set up iptables for %s: %w", d.cfg.Bridge, err)
 	}
 	d.spawn(func() { d.firewall.Monitor(ctx, iptablesCheckInterval, d.log) })
+	return d.setupNPCGuard()
+}
+
+// setupNPCGuard closes the bridge to connections weave-npc has not allowed
+// under --expect-npc, and removes a guard a previous run left otherwise.
+func (d *daemon) setupNPCGuard() error {
+	if !d.cfg.ExpectNPC {
+		if err := netdev.RemoveNPCGuard(); err != nil {
+			d.log.Debug("remove NetworkPolicy guard table", "err", err)
+		}
+		return nil
+	}
+	if err := netdev.EnsureNPCGuard(d.cfg.Bridge); err != nil {
+		return fmt.Errorf("--expect-npc: %w", err)
+	}
+	d.log.Info("--expect-npc: new connections across the bridge need weave-npc's mark", "table", "inet "+netdev.NPCGuardTable)
 	return nil
 }
 
