@@ -141,3 +141,13 @@ func TestParsePluginFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestPProfFlagOffByDefault(t *testing.T) {
+	cfg, _, err := parseFlags(nil, io.Discard, env(nil))
+	if err != nil || cfg.PProf {
+		t.Fatalf("default: pprof=%v err=%v, want off", cfg.PProf, err)
+	}
+	if cfg, _, err = parseFlags([]string{"--pprof"}, io.Discard, env(nil)); err != nil || !cfg.PProf {
+		t.Fatalf("--pprof: pprof=%v err=%v", cfg.PProf, err)
+	}
+}
