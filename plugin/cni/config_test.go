@@ -135,3 +135,19 @@ func FuzzParseNetConf(f *testing.F) {
 		}
 	})
 }
+
+func TestIPAMState(t *testing.T) {
+	status := "\n        Version: 3.0.0\n\n        Service: router\n         Status: whatever\n\n" +
+		"        Service: ipam\n         Status: awaiting consensus (quorum: 2, known: 1)\n          Range: 10.32.0.0/12\n"
+	if got := ipamState(status); got != "awaiting consensus (quorum: 2, known: 1)" || ipamUsable(got) {
+		t.Fatalf("ipamState = %q", got)
+	}
+	for _, ok := range []string{"ready", "idle", ""} {
+		if !ipamUsable(ok) {
+			t.Errorf("%q must be usable", ok)
+		}
+	}
+	if ipamUsable("all IP ranges owned by unreachable peers - use 'rmpeer' if they are dead") {
+		t.Error("unreachable owners must not be usable")
+	}
+}

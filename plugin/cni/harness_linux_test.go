@@ -48,6 +48,12 @@ func newHostRange(t *testing.T, rng string) *host { t.Helper(); return newHostAt
 // newHostAt also sets the router's API address ("" = the default).
 func newHostAt(t *testing.T, rng, httpAddr string) *host {
 	t.Helper()
+	return newHostWith(t, httpAddr, "--no-fastdp", "--ipalloc-range", rng)
+}
+
+// newHostWith launches the router with the given `weave launch` arguments.
+func newHostWith(t *testing.T, httpAddr string, launch ...string) *host {
+	t.Helper()
 	netnstest.RequireRoot(t)
 	netnstest.RequireTools(t, "ip", "iptables", "nsenter")
 	if build.err != nil {
@@ -58,7 +64,7 @@ func newHostAt(t *testing.T, rng, httpAddr string) *host {
 	if x.httpAddr == "" {
 		x.httpAddr = "127.0.0.1:6784"
 	}
-	if _, err := tp.StartRouter(x.h, "--no-fastdp", "--ipalloc-range", rng); err != nil {
+	if _, err := tp.StartRouter(x.h, launch...); err != nil {
 		t.Fatal(err)
 	}
 	return x

@@ -2,6 +2,7 @@ package cni_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os/exec"
@@ -356,4 +357,28 @@ func TestHTTPAddrFromConfig(t *testing.T) {
 	if x.heldBy(rt.ContainerID) != "" {
 		t.Fatal("DEL through httpAddr did not release")
 	}
+}
+
+// TestStatusWhileAwaitingConsensus: with a second initial peer that never
+// comes, the first allocation waits for consensus; meanwhile STATUS says
+// the plugin is not available, naming the IPAM state.
+func TestStatusWhileAwaitingConsensus(t *testing.T) {
+	x := newHostWith(t, "", "--no-fastdp", "--ipalloc-range", ipRange, "192.168.100.99")
+	l := x.conflist("1.1.0", "")
+	if err := x.client().GetStatusNetworkList(context.Background(), l); err != nil {
+		t.Fatalf("STATUS before any request (IPAM idle): %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	_, rt := x.container()
+	go func() { _, err := x.client().AddNetworkList(ctx, l, rt); done <- err }()
+	defer func() { cancel(); <-done }()
+	netnstest.WaitFor(t, 20*time.Second, "STATUS to report awaiting consensus", func() error {
+		err := x.client().GetStatusNetworkList(context.Background(), l)
+		var te *types.Error
+		if errors.As(err, &te) && te.Code == types.ErrPluginNotAvailable && strings.Contains(te.Msg, "awaiting consensus") {
+			return nil
+		}
+		return fmt.Errorf("STATUS = %v", err)
+	})
 }

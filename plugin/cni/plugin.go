@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
@@ -148,13 +149,42 @@ func (p *Plugin) releaseOne(ctx context.Context, containerID string, a netip.Add
 func (p *Plugin) routerStatus() error {
 	ctx, cancel := p.context()
 	defer cancel()
-	if err := p.API.Ping(ctx); err != nil {
+	body, err := p.API.Status(ctx, "")
+	if err != nil {
 		return p.unavailable(err)
 	}
 	if _, err := p.API.DefaultSubnet(ctx); err != nil {
 		return p.unavailable(err)
 	}
+	if state := ipamState(body); !ipamUsable(state) {
+		return types.NewError(types.ErrPluginNotAvailable,
+			fmt.Sprintf("the IPAM of the weave router at %s is not ready: %s", p.API.Addr(), state),
+			"`weave status ipam` shows the ring and what it waits for")
+	}
 	return nil
+}
+
+// ipamState is the "Status:" line of the ipam section of GET /status
+// ("" when there is none).
+func ipamState(status string) string {
+	inIPAM := false
+	for _, line := range strings.Split(status, "\n") {
+		key, val, ok := strings.Cut(strings.TrimSpace(line), ":")
+		switch {
+		case !ok:
+		case key == "Service":
+			inIPAM = strings.TrimSpace(val) == "ipam"
+		case key == "Status" && inIPAM:
+			return strings.TrimSpace(val)
+		}
+	}
+	return ""
+}
+
+// ipamUsable: ready, or idle (consensus starts with the first request, so
+// an idle ring must not keep runtimes from sending it).
+func ipamUsable(state string) bool {
+	return state == "" || state == "ready" || state == "idle"
 }
 
 func (p *Plugin) unavailable(err error) error {
