@@ -200,6 +200,37 @@ func (m *mixedMesh) donate(d, p *simPeer) {
 	m.deliver(p, d.view())
 }
 
+// claim has p ask owner d for one free address of d's, as a claim of an
+// address another peer owns does: d grants that single address.
+func (m *mixedMesh) claim(d, p *simPeer) {
+	var free []address.Address
+	for _, x := range d.entryRanges() {
+		for a := x.Start; a < x.End; a++ {
+			if !d.alloc[a] {
+				free = append(free, a)
+			}
+		}
+	}
+	if len(free) == 0 {
+		return
+	}
+	a := free[m.rnd.IntN(len(free))]
+	m.log = append(m.log, fmt.Sprintf("%s claims %s from %s", p.name, a, d.name))
+	var err error
+	if d.ours != nil {
+		err = d.ours.GrantRangeToHost(a, a+1, p.name)
+	} else {
+		err = d.weave.Grant(a, a+1, p.name)
+	}
+	if err != nil {
+		m.fail("%s grants claimed %s: %v", d.name, a, err)
+	}
+	d.reportFree()
+	m.deliver(p, d.view())
+	p.alloc[a] = true
+	p.reportFree()
+}
+
 func (m *mixedMesh) release(p *simPeer) {
 	for a := range p.alloc {
 		delete(p.alloc, a)
@@ -249,9 +280,13 @@ func (m *mixedMesh) step() {
 		m.allocate(p)
 	case k < 40:
 		m.release(p)
-	case k < 55:
+	case k < 50:
 		if p != q {
 			m.donate(p, q)
+		}
+	case k < 55:
+		if p != q {
+			m.claim(p, q)
 		}
 	case k < 80:
 		m.deliver(q, p.view())
@@ -305,8 +340,9 @@ func (m *mixedMesh) converge() {
 	}
 }
 
-// TestMixedMeshRandomOperations drives random grants, allocations,
-// releases, fresh and stale gossip, rmpeer and reset across five peers,
+// TestMixedMeshRandomOperations drives random grants, claims (one-address
+// grants), allocations, releases, fresh and stale gossip, rmpeer and reset
+// across five peers,
 // two of them 2.8.1 peers applying its merge rules strictly. Any refused
 // merge, any token version with two contents, any address held twice or
 // outside its holder's space, or replicas that do not converge fail it.
@@ -323,7 +359,7 @@ func TestMixedMeshRandomOperations(t *testing.T) {
 		}
 		m.converge()
 		for _, l := range m.log {
-			if strings.Contains(l, " grants ") {
+			if strings.Contains(l, " grants ") || strings.Contains(l, " claims ") {
 				grants++
 			}
 		}
