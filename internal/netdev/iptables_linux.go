@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	xtables "github.com/seedf75a49c6/weave/internal/iptables"
 )
 
 // Chain names, as Weave Net 2.8.1 uses them.
@@ -90,11 +92,17 @@ type Firewall struct {
 }
 
 // NewFirewall returns the firewall of bridge ("" = DefaultBridge), run
-// with the iptables binary bin ("" = "iptables"; "iptables-legacy" or
-// "iptables-nft" pin a backend).
+// with the iptables binary bin ("iptables-legacy" or "iptables-nft" pin a
+// backend; "" = the backend $IPTABLES_BACKEND names, see package
+// internal/iptables, else plain "iptables"). Programs validate
+// IPTABLES_BACKEND at start-up (iptables.FromEnv); an invalid value here
+// falls back to plain "iptables".
 func NewFirewall(bridge, bin string) *Firewall {
 	if bridge == "" {
 		bridge = DefaultBridge
+	}
+	if bin == "" {
+		bin, _ = xtables.Binary("iptables")
 	}
 	if bin == "" {
 		bin = "iptables"

@@ -181,3 +181,24 @@ func TestFirewallNoTrackUDP(t *testing.T) {
 		t.Errorf("Firewall.Remove left WEAVE rules:\n%s", dump)
 	}
 }
+
+// TestFirewallFollowsBackend: with IPTABLES_BACKEND set, the rules land in
+// that backend's tables and not in the other's, so they sit where the
+// node's kube-proxy (and the NPC) put theirs.
+func TestFirewallFollowsBackend(t *testing.T) {
+	for _, tc := range []struct{ backend, other string }{{"legacy", "nft"}, {"nft", "legacy"}} {
+		t.Run(tc.backend, func(t *testing.T) {
+			t.Setenv("IPTABLES_BACKEND", tc.backend)
+			nsPath, bridge := hostWithBridge(t, 0)
+			in(t, nsPath, func() error { return NewFirewall(bridge, "").Ensure() })
+			t.Cleanup(func() { _ = netns.Do(nsPath, func() error { return NewFirewall(bridge, "").Remove() }) })
+			mine, err := run(t, nsPath, "iptables-"+tc.backend+"-save")
+			if err != nil || !strings.Contains(mine, ":WEAVE-CANARY") {
+				t.Fatalf("iptables-%s-save lacks WEAVE-CANARY (%v):\n%s", tc.backend, err, mine)
+			}
+			if other, _ := run(t, nsPath, "iptables-"+tc.other+"-save"); strings.Contains(other, "WEAVE") {
+				t.Fatalf("rules leaked into the %s backend:\n%s", tc.other, other)
+			}
+		})
+	}
+}
