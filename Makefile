@@ -7,10 +7,10 @@ SHELL       := /bin/bash
 GO        ?= go
 FUZZTIME  ?= 10s
 TESTFLAGS ?=
-SCRIPTS   := weave test/deps.sh test/demo.sh test/bench.sh .ci/run mesh/patches/apply.sh
+SCRIPTS   := weave test/deps.sh test/k8s/bins.sh test/demo.sh test/bench.sh .ci/run mesh/patches/apply.sh
 
 .DEFAULT_GOAL := help
-.PHONY: help build deps test test-unit e2e fuzz demo bench lint tidy-check clean mesh-patch
+.PHONY: help build deps test test-unit e2e fuzz demo bench lint tidy-check clean mesh-patch k8s-bins
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -37,16 +37,21 @@ build: mesh-patch ## build bin/weaver, bin/weaveutil and the CNI plugins bin/wea
 deps: ## install test/demo/bench tools with apt-get when missing
 	@sh test/deps.sh
 
+# kube-apiserver and etcd for the tests against a real Kubernetes API (test/k8s),
+# built from Go modules into a cache dir outside the repo; a no-op when there.
+k8s-bins: ## build kube-apiserver + etcd into the test cache (minutes when cold)
+	@sh test/k8s/bins.sh
+
 # test/testsum prints each package's result, the output of failed tests,
 # every skipped test with its reason, and "tests: N passed, N failed, N
 # skipped"; it fails when any test failed or none ran.
-test: deps mesh-patch ## everything with -race: unit tests, netns tests and e2e (as root)
+test: deps mesh-patch k8s-bins ## everything with -race: unit tests, netns tests and e2e (as root)
 	$(GO) test -race -json -timeout 25m $(TESTFLAGS) ./... | $(GO) run ./test/testsum
 
 test-unit: mesh-patch ## unit tests with -race, without the e2e package (root-only tests skip unless root)
 	$(GO) test -race $(TESTFLAGS) $$($(GO) list ./... | grep -v /test/e2e)
 
-e2e: deps mesh-patch ## end-to-end tests only (root): real routers in namespace hosts
+e2e: deps mesh-patch k8s-bins ## end-to-end tests only (root): real routers in namespace hosts
 	$(GO) test -count=1 -timeout 20m $(TESTFLAGS) ./test/e2e/...
 
 fuzz: mesh-patch ## run every Fuzz target for FUZZTIME (default 10s) each

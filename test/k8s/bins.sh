@@ -1,0 +1,82 @@
+#!/bin/sh
+# bins.sh - build kube-apiserver and etcd from the Go module proxy into a
+# cache directory outside the repository, for the tests that need a real
+# Kubernetes API server (package test/k8s). A no-op when they are present.
+#
+# The builds happen in throwaway modules generated under the cache dir: the
+# project's go.mod never sees Kubernetes or etcd. k8s.io/kubernetes replaces
+# its staging modules with ./staging/..., which are not in its module zip, so
+# the throwaway module replaces each of them with the published v0.x release.
+# Flags (-trimpath, ldflags, CGO_ENABLED) are fixed: changing any of them
+# turns an instant rebuild into a full one.
+#
+# Cache dir: $WEAVE_K8S_CACHE, else $XDG_CACHE_HOME/weave-test/k8s, else
+# $HOME/.cache/weave-test/k8s. Binaries land in <cache>/bin.
+set -eu
+
+K8S_VERSION=v1.37.2
+STAGING_VERSION=v0.37.2
+ETCD_VERSION=v3.7.3
+
+cache=${WEAVE_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/weave-test/k8s}
+bin=$cache/bin
+stamp=$bin/.stamp
+want="kubernetes=$K8S_VERSION etcd=$ETCD_VERSION"
+
+built() { [ -x "$bin/kube-apiserver" ] && [ -x "$bin/etcd" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; }
+built && exit 0
+
+mkdir -p "$cache" "$bin"
+# One builder at a time: parallel test packages may all find the cache empty.
+exec 9>"$cache/.lock"
+if command -v flock >/dev/null 2>&1; then flock 9; fi
+built && exit 0
+
+export GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 GOTOOLCHAIN=local
+start=$(date +%s)
+
+# gen_module DIR MODPATH IMPORT: a module whose only file imports IMPORT
+# under a build tag that never compiles, so tidy keeps its requirements.
+gen_module() {
+	mkdir -p "$1"
+	rm -f "$1/go.mod" "$1/go.sum"
+	printf 'module %s\n\ngo 1.26.0\n' "$2" >"$1/go.mod"
+	printf '//go:build tools\n\n// Package tools pins %s for bins.sh.\npackage tools\n\nimport _ "%s"\n' "$3" "$3" >"$1/tools.go"
+}
+
+build_apiserver() {
+	dir=$cache/src/kube-apiserver
+	gen_module "$dir" weave-test/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+	cd "$dir"
+	go mod download -json "k8s.io/kubernetes@$K8S_VERSION" >kubernetes.json
+	gomod=$(sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p' kubernetes.json)
+	go mod edit -require="k8s.io/kubernetes@$K8S_VERSION"
+	# Every "k8s.io/x => ./staging/src/k8s.io/x" replace, except the two
+	# sample modules that are never published (nor required).
+	for m in $(sed -n 's#^[[:space:]]*\(k8s.io/[^ ]*\) => ./staging/.*#\1#p' "$gomod"); do
+		case $m in k8s.io/sample-cli-plugin | k8s.io/sample-controller) continue ;; esac
+		go mod edit -replace="$m=$m@$STAGING_VERSION"
+	done
+	go mod tidy
+	v=k8s.io/component-base/version
+	major=$(echo "$K8S_VERSION" | sed 's/^v\([0-9]*\)\..*/\1/')
+	minor=$(echo "$K8S_VERSION" | sed 's/^v[0-9]*\.\([0-9]*\)\..*/\1/')
+	go build -trimpath -o "$bin/kube-apiserver" \
+		-ldflags "-s -w -X $v.gitVersion=$K8S_VERSION -X $v.gitMajor=$major -X $v.gitMinor=$minor -X $v.gitTreeState=clean" \
+		k8s.io/kubernetes/cmd/kube-apiserver
+}
+
+build_etcd() {
+	dir=$cache/src/etcd
+	gen_module "$dir" weave-test/etcd go.etcd.io/etcd/server/v3
+	cd "$dir"
+	go mod edit -require="go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+	go mod tidy
+	go build -trimpath -o "$bin/etcd" -ldflags "-s -w" go.etcd.io/etcd/server/v3
+}
+
+echo "bins.sh: building etcd $ETCD_VERSION and kube-apiserver $K8S_VERSION into $bin (minutes on a cold cache)" >&2
+build_etcd
+build_apiserver
+echo "$want" >"$stamp"
+echo "bins.sh: done in $(($(date +%s) - start))s" >&2
