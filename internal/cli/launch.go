@@ -24,7 +24,7 @@ func runLaunch(ctx context.Context, c *cmd, args []string) error {
 	if err := c.refuseIfRunning(ctx); err != nil {
 		return err
 	}
-	weaver, err := c.weaverPath()
+	argv, err := c.launchArgv(ctx, l, args)
 	if err != nil {
 		return err
 	}
@@ -33,9 +33,6 @@ func runLaunch(ctx context.Context, c *cmd, args []string) error {
 			return fmt.Errorf("create directory %s: %w", d, err)
 		}
 	}
-	argv := append([]string{weaver}, c.weaverFlags(l)...)
-	argv = append(argv, c.pluginFlags(ctx, l)...)
-	argv = append(argv, args...)
 	c.Logger.Debug("starting weaver", "argv", argv, "log", c.logFile())
 	pid, err := startDetached(argv, c.logFile())
 	if err != nil {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -207,5 +208,23 @@ func TestParseLaunch(t *testing.T) {
 	}
 	if _, err := parseLaunch([]string{"--mtu"}); err == nil || err.Error() != "launch: --mtu needs a value" {
 		t.Errorf("missing value: %v", err)
+	}
+}
+
+// TestWeaverArgvIsLaunchs: WeaverArgv gives the flags launch derives from
+// the environment, lets args override them, and keeps args (peers) last.
+func TestWeaverArgvIsLaunchs(t *testing.T) {
+	cfg := Config{WeaverPath: "/x/weaver", DockerSocket: "/nonexistent/docker.sock", DataDir: "/d", RunDir: "/r", HTTPAddr: "127.0.0.1:7000", MTU: "1400", NoFastDP: true}
+	argv, err := WeaverArgv(context.Background(), cfg, []string{"--mtu=1300", "--nickname", "n1", "10.0.0.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(argv, " ")
+	want := "/x/weaver --data-dir=/d --run-dir=/r --http-addr=127.0.0.1:7000 --no-fastdp --mtu=1300 --nickname n1 10.0.0.2"
+	if got != want {
+		t.Fatalf("argv =\n %s\nwant\n %s", got, want)
+	}
+	if _, err := WeaverArgv(context.Background(), cfg, []string{"--mtu"}); err == nil {
+		t.Fatal("flag without its value: no error")
 	}
 }
