@@ -109,6 +109,7 @@ func registerFlags(fs *flag.FlagSet, c *daemon.Config, version, printName *bool)
 	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "address for the HTTP API (host:port, or /path for a unix socket)")
 	fs.StringVar(&c.StatusAddr, "status-addr", c.StatusAddr, "address for the read-only status API")
 	fs.BoolVar(&c.PProf, "pprof", c.PProf, "serve Go profiling at /debug/pprof/ on --http-addr (off by default)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "address for Prometheus /metrics (served with the read-only status API)")
 	fs.StringVar(&c.Bridge, "weave-bridge", c.Bridge, "name of the weave bridge")
 	fs.IntVar(&c.MTU, "mtu", c.MTU, "bridge MTU (0 = underlay MTU - 50 with the fast path, 65535 with --no-fastdp)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "logging level (debug, info, warning, error)")
@@ -150,6 +151,7 @@ func registerCompatFlags(fs *flag.FlagSet, c *daemon.Config) {
 	fs.BoolVar(&c.NoBridgedFastDP, "no-bridged-fastdp", c.NoBridgedFastDP, "disable bridged fast datapath"+later)
 	fs.StringVar(&c.Datapath, "datapath", c.Datapath, "ODP datapath name"+later)
 	fs.BoolVar(&c.Proxy, "proxy", c.Proxy, "run the Docker API proxy"+later)
+	fs.BoolVar(&c.NoMasqLocal, "no-masq-local", c.NoMasqLocal, "do not masquerade traffic to local pods"+later)
 }
 
 func parsePrefixes(s string) ([]netip.Prefix, error) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/seedf75a49c6/weave/internal/version"
+	"github.com/seedf75a49c6/weave/kube"
 )
 
 func env(m map[string]string) func(string) string {
@@ -149,5 +150,25 @@ func TestPProfFlagOffByDefault(t *testing.T) {
 	}
 	if cfg, _, err = parseFlags([]string{"--pprof"}, io.Discard, env(nil)); err != nil || !cfg.PProf {
 		t.Fatalf("--pprof: pprof=%v err=%v", cfg.PProf, err)
+	}
+}
+
+// TestAcceptsWeaveKubeFlags: weaver parses the command line weave-kube
+// builds from 2.8.1's DaemonSet defaults, so the DaemonSet cannot drift
+// from the flags weaver has.
+func TestAcceptsWeaveKubeFlags(t *testing.T) {
+	kc, err := kube.ConfigFromEnv(func(k string) string {
+		return map[string]string{"HOSTNAME": "node1", "WEAVE_STATUS_ADDR": "127.0.0.1:6782", "WEAVE_METRICS_ADDR": "127.0.0.1:6781"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := kc.WeaverFlags([]string{"192.168.100.2"}, 3)
+	cfg, _, err := parseFlags(args, io.Discard, func(string) string { return "" })
+	if err != nil {
+		t.Fatalf("weaver %v: %v", args, err)
+	}
+	if cfg.NickName != "node1" || cfg.MetricsAddr != "127.0.0.1:6781" || !cfg.NoMasqLocal || !cfg.ExpectNPC || cfg.IPAllocInit != "consensus=3" {
+		t.Fatalf("parsed %+v", cfg)
 	}
 }

@@ -50,6 +50,8 @@ type Config struct {
 	HTTPAddr           string         // --http-addr: full API; "/path" = unix socket; default 127.0.0.1:6784
 	StatusAddr         string         // --status-addr: read-only API; "" = off
 	PProf              bool           // --pprof: /debug/pprof/ on the full API
+	MetricsAddr        string         // --metrics-addr: /metrics (and the read-only API); "" = off
+	NoMasqLocal        bool           // --no-masq-local: accepted for 2.8.1's DaemonSet; not implemented
 	Bridge             string         // --weave-bridge: default "weave"
 	MTU                int            // --mtu: bridge MTU; 0 = underlay MTU - 50 (fast path) or 65535 (--no-fastdp)
 	LogLevel           string         // --log-level: debug, info, warning, error; default info
@@ -192,6 +194,9 @@ func (c *Config) validatePeers() error {
 
 func (c *Config) validateAddrs() error {
 	if err := validateListenAddr("--http-addr", c.HTTPAddr); err != nil {
+		return err
+	}
+	if err := validateListenAddr("--metrics-addr", c.MetricsAddr); err != nil {
 		return err
 	}
 	return validateListenAddr("--status-addr", c.StatusAddr)

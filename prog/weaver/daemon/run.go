@@ -279,7 +279,7 @@ func (d *daemon) startHTTP(b *backend) error {
 	for _, l := range []struct {
 		addr     string
 		readOnly bool
-	}{{d.cfg.HTTPAddr, false}, {d.cfg.StatusAddr, true}} {
+	}{{d.cfg.HTTPAddr, false}, {d.cfg.StatusAddr, true}, {d.cfg.MetricsAddr, true}} {
 		if l.addr == "" {
 			continue
 		}
