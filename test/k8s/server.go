@@ -121,6 +121,7 @@ func apiserverArgs(dir, etcdURL string, port int) []string {
 		"--service-account-signing-key-file=" + filepath.Join(dir, "sa.key"),
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--disable-admission-plugins=ServiceAccount",
+		"--allow-privileged=true", // as every real cluster that runs a CNI DaemonSet
 		"--v=0",
 	}
 }
