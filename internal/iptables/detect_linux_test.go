@@ -18,7 +18,7 @@ func TestDetectInNamespaces(t *testing.T) {
 	netnstest.RequireTools(t, "iptables-legacy", "iptables-nft", "iptables-legacy-save", "iptables-nft-save")
 	for _, b := range []Backend{Legacy, NFT} {
 		t.Run(string(b), func(t *testing.T) {
-			_, path := netns.NewTestNS(t)
+			_, path := netnstest.NewNS(t)
 			err := netns.Do(path, func() error {
 				for i := range 3 {
 					rule := []string{"-A", "INPUT", "-s", fmt.Sprintf("10.9.9.%d", i+1), "-j", "ACCEPT"}
