@@ -168,4 +168,24 @@ func TestCNIToolAcrossHosts(t *testing.T) {
 			t.Fatalf("after cnitool del, GET /ip/%s on h%d = %d %q %v; want no address", ids[i], i+1, code, body, err)
 		}
 	}
+	cniToolStatus(t, ic, hosts[0], tool)
+}
+
+// cniToolStatus: the installed list is 1.0.0, for which libcni sends no
+// STATUS; a 1.1.0 list next to it gets STATUS from cnitool: success while
+// the router runs, the plugin's error 50 once it is stopped.
+func cniToolStatus(t *testing.T, ic *ipamCluster, ch cniHost, tool string) {
+	t.Helper()
+	conf := `{"cniVersion":"1.1.0","name":"weave11","plugins":[{"type":"weave-net"}]}`
+	if err := os.WriteFile(filepath.Join(ch.confDir, "20-weave11.conflist"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.inHost(ch.env(), tool, "status", "weave11", "/nonexistent"); err != nil {
+		t.Fatalf("cnitool status with the router up: %v", err)
+	}
+	ic.weave(1, "stop")
+	_, err := ch.inHost(ch.env(), tool, "status", "weave11", "/nonexistent")
+	if err == nil || !strings.Contains(err.Error(), "start it with `weave launch`") {
+		t.Fatalf("cnitool status with the router stopped: %v; want the plugin's not-available error", err)
+	}
 }
