@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seedf75a49c6/weave/internal/testutil"
 	"github.com/seedf75a49c6/weave/ipam/address"
 	"github.com/weaveworks/mesh"
 )
@@ -32,12 +31,6 @@ func freePort(t *testing.T) int {
 // is reached, and the three allocations are distinct. (mesh.Router cannot
 // be fully stopped, so its listener lives until the test binary exits.)
 func TestOverRealMesh(t *testing.T) {
-	if testutil.RaceEnabled {
-		// github.com/weaveworks/mesh itself races (Peers.applyDecodedUpdate
-		// writes a Peer that LocalConnection.logf reads): `make test` runs
-		// this test in its second pass, without -race.
-		t.Skip("SKIPPING under -race: github.com/weaveworks/mesh@58dbcc3 has data races of its own; runs in make test's race-free pass")
-	}
 	if testing.Short() {
 		t.Skip("uses loopback TCP")
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seedf75a49c6/weave/internal/testutil"
 	wmesh "github.com/weaveworks/mesh"
 )
 
@@ -206,7 +207,7 @@ func procStatusKB(pid int, field string) (int64, error) {
 // runAttackChild runs in the child of startAttackChild.
 func runAttackChild(port string) {
 	p, _ := strconv.Atoi(port)
-	if !raceEnabled { // the race runtime reserves terabytes of address space
+	if !testutil.RaceEnabled { // the race runtime reserves terabytes of address space
 		if kb, err := procStatusKB(os.Getpid(), "VmSize"); err == nil {
 			lim := uint64(kb<<10) + attackAddrSpace
 			_ = syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: lim, Max: lim})
