@@ -44,6 +44,7 @@ func TestDockerPlugin(t *testing.T) {
 		return err
 	})
 	d.checkPS(c1)
+	d.checkAttach(c1)
 	d.checkRelease(c2)
 	d.checkUserNetworks(c1)
 	d.checkRestart(c1, c3.NS)
@@ -235,4 +236,27 @@ func (d *dockerHost) checkReset() {
 	if _, err := docker(d.t, "network", "inspect", "weave"); err == nil {
 		d.t.Fatal("Docker network weave still exists after weave reset")
 	}
+}
+
+// checkAttach: weave attach/detach with a Docker container name, on a
+// container of Docker's own bridge network.
+func (d *dockerHost) checkAttach(c1 dockerCtr) {
+	d.t.Helper()
+	c5 := d.run("c5", "bridge")
+	out, err := d.weave("attach", c5.name)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	ip := strings.TrimSpace(out)
+	if !d.owns(ip) {
+		d.t.Fatalf("weave attach %s printed %q, not an address in GET /ip", c5.name, out)
+	}
+	d.pingFrom(c5, c1.ip)
+	if out, err := d.weave("detach", c5.name); err != nil || strings.TrimSpace(out) != ip {
+		d.t.Fatalf("weave detach %s: %v %q; want %s", c5.name, err, out, ip)
+	}
+	if d.owns(ip) {
+		d.t.Fatalf("weave detach left %s allocated", ip)
+	}
+	mustDocker(d.t, "rm", "-f", c5.name)
 }

@@ -42,8 +42,12 @@ func (d *daemon) startPlugin(ctx context.Context, b *backend) error {
 		return err
 	}
 	d.onStop(p.Close)
-	if c.DockerAPI == "" {
+	switch {
+	case c.DockerAPI == "":
 		d.log.Info("Docker plugin without --docker-api: the Docker network is not created", "network", docker.DefaultNetworkName)
+		return nil
+	case b.ipam == nil:
+		d.log.Info("Docker plugin without IPAM (--ipalloc-range \"\"): weavemesh serves no IpamDriver and the Docker network is not created", "network", docker.DefaultNetworkName)
 		return nil
 	}
 	api, err := docker.NewClient(c.DockerAPI)
