@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -113,7 +114,7 @@ func listenUnix(path string) (net.Listener, error) {
 			return nil, fmt.Errorf("remove stale plugin socket %s: %w", path, err)
 		}
 	}
-	if err := os.MkdirAll(dirOf(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create directory for plugin socket %s: %w", path, err)
 	}
 	l, err := net.Listen("unix", path)
@@ -125,15 +126,6 @@ func listenUnix(path string) (net.Listener, error) {
 		return nil, fmt.Errorf("chmod plugin socket %s: %w", path, err)
 	}
 	return l, nil
-}
-
-func dirOf(path string) string {
-	for i := len(path) - 1; i > 0; i-- {
-		if path[i] == '/' {
-			return path[:i]
-		}
-	}
-	return "."
 }
 
 // handler routes one socket's calls to its drivers (ipd may be nil).
