@@ -382,3 +382,18 @@ func TestStatusWhileAwaitingConsensus(t *testing.T) {
 		return fmt.Errorf("STATUS = %v", err)
 	})
 }
+
+// TestDelInHostNetnsTouchesNothing: a DEL naming the host's own namespace
+// (a runtime bug, or a DEL after the refused ADD) must not delete the
+// host's interface of that name.
+func TestDelInHostNetnsTouchesNothing(t *testing.T) {
+	x := newHost(t)
+	l := x.conflist("1.1.0", "")
+	_, rt := x.container()
+	rt.NetNS, rt.IfName = x.nsPath(), "eth0" // the host's underlay interface
+	err := x.client().DelNetworkList(context.Background(), l, rt)
+	cniError(t, err, types.ErrInvalidNetNS, "host's own network namespace")
+	if !x.hostLinkExists("eth0") {
+		t.Fatal("DEL deleted the host's eth0")
+	}
+}

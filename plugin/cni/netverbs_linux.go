@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/containernetworking/cni/pkg/invoke"
+	"github.com/containernetworking/cni/pkg/ns"
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -36,7 +37,7 @@ func (p *Plugin) netDel(args *skel.CmdArgs) error {
 		fmt.Fprintf(stderr, "weave-net: %v; releasing every address of %s\n", err, args.ContainerID)
 	}
 	if err := removeContainerIf(args.Netns, args.IfName); err != nil {
-		return types.NewError(types.ErrInternal, err.Error(), "")
+		return err
 	}
 	if err := netdev.DeleteLink(HostVethName(args.ContainerID, args.IfName)); err != nil {
 		return types.NewError(types.ErrInternal, err.Error(), "")
@@ -69,7 +70,16 @@ func removeContainerIf(path, ifName string) error {
 		return nil
 	}
 	h.Close()
-	return netdev.DetachContainer(path, ifName, nil)
+	if same, terr := ns.CheckNetNS(path); terr != nil {
+		return terr
+	} else if same { // never delete the host's own CNI_IFNAME
+		return types.NewError(types.ErrInvalidNetNS,
+			fmt.Sprintf("CNI_NETNS %q is the host's own network namespace; not deleting %s there", path, ifName), "")
+	}
+	if err := netdev.DetachContainer(path, ifName, nil); err != nil {
+		return types.NewError(types.ErrInternal, err.Error(), "")
+	}
+	return nil
 }
 
 // netCheck compares the container with prevResult.
