@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seedf75a49c6/weave/internal/api"
+	"github.com/seedf75a49c6/weave/internal/pidfile"
 )
 
 // logTailLines is how much of weaver.log launch shows when weaver dies.
@@ -34,14 +35,21 @@ func runLaunch(ctx context.Context, c *cmd, args []string) error {
 		}
 	}
 	c.Logger.Debug("starting weaver", "argv", argv, "log", c.logFile())
+	logStart := fileSize(c.logFile())
 	pid, err := startDetached(argv, c.logFile())
 	if err != nil {
 		return err
 	}
-	if err := c.writePIDFile(pid); err != nil {
-		return err
+	// weaver writes its pid file itself, under the run dir's lock: two
+	// simultaneous launches leave one router and a pid file naming it.
+	// Until it does, the file names the child, unless a live process
+	// already claims it.
+	if c.runningPID() == 0 {
+		if err := pidfile.Write(c.pidFile(), pid); err != nil {
+			return err
+		}
 	}
-	if err := c.waitReady(ctx, pid); err != nil {
+	if err := c.waitReady(ctx, pid, logStart); err != nil {
 		return err
 	}
 	name, err := c.api.PeerName(ctx)
@@ -127,16 +135,17 @@ func (c *cmd) pluginFlags(ctx context.Context, l launchArgs) []string {
 }
 
 // waitReady polls until GET /status answers 200, the process exits, or
-// LaunchTimeout passes.
-func (c *cmd) waitReady(ctx context.Context, pid int) error {
+// LaunchTimeout passes. When weaver exits, what it logged after logStart
+// (this launch, not earlier ones) is shown.
+func (c *cmd) waitReady(ctx context.Context, pid int, logStart int64) error {
 	deadline := time.Now().Add(c.LaunchTimeout)
 	tick := time.NewTicker(c.PollInterval)
 	defer tick.Stop()
 	for {
 		if how, done := exited(pid); done {
-			_ = os.Remove(c.pidFile())
+			_ = pidfile.RemoveIf(c.pidFile(), pid)
 			return fmt.Errorf("weave router exited before it was ready (%s); last lines of %s:\n%s",
-				how, c.logFile(), tail(c.logFile(), logTailLines))
+				how, c.logFile(), tailFrom(c.logFile(), logStart, logTailLines))
 		}
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		err := c.api.Ping(pctx)

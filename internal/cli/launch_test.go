@@ -82,7 +82,18 @@ func TestLaunchStopLifecycle(t *testing.T) {
 func TestLaunchShowsLogTailWhenWeaverExits(t *testing.T) {
 	h := newHarness(t)
 	h.fakeWeaverSetup("exit")
+	// An earlier launch's failure stays in the (appended) log; it must not
+	// be shown as this launch's.
+	if err := os.MkdirAll(h.cfg.RunDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.cfg.RunDir, "weaver.log"), []byte("FATAL: an old error from yesterday\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, out, errOut := h.run("launch")
+	if strings.Contains(errOut, "old error from yesterday") {
+		t.Errorf("launch showed an earlier launch's log: %q", errOut)
+	}
 	if code != 1 || out != "" {
 		t.Fatalf("launch: %d %q", code, out)
 	}

@@ -34,8 +34,14 @@ func (c *cmd) runningPID() int {
 	return pid
 }
 
-// writePIDFile records pid atomically.
-func (c *cmd) writePIDFile(pid int) error { return pidfile.Write(c.pidFile(), pid) }
+// fileSize is the size of path, 0 when it cannot be read.
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
 
 // alive reports whether pid exists and is not a zombie.
 func (c *cmd) alive(pid int) bool {
@@ -145,10 +151,16 @@ func exited(pid int) (string, bool) {
 }
 
 // tail returns the last n lines of the file at path.
-func tail(path string, n int) string {
+func tail(path string, n int) string { return tailFrom(path, 0, n) }
+
+// tailFrom is tail of what path holds after byte offset from.
+func tailFrom(path string, from int64, n int) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Sprintf("(cannot read %s: %v)", path, err)
+	}
+	if from > 0 && from <= int64(len(data)) {
+		data = data[from:]
 	}
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 	if len(lines) > n {

@@ -69,3 +69,6 @@ func EndpointExists(endpointID string) (bool, error) { return false, ErrUnsuppor
 
 // NamespaceIfaces is Linux only.
 func NamespaceIfaces(netnsPath, prefix string) ([]Iface, error) { return nil, ErrUnsupported }
+
+// HostOverlap returns ErrUnsupported outside Linux.
+func HostOverlap(p netip.Prefix, except string) (string, error) { return "", ErrUnsupported }

@@ -30,39 +30,33 @@ func (e *AlreadyRunningError) Error() string {
 type File struct {
 	path string
 	pid  int
+	lock *os.File // flock held on weaver.pid.lock while we run
 }
 
-// Acquire writes our pid to runDir/weaver.pid. It fails with
-// *AlreadyRunningError when the file names another live process; a stale
-// file (dead process, garbage) is replaced.
+// Acquire takes the run dir's lock (runDir/weaver.pid.lock, a flock the
+// kernel drops when the holder dies) and then writes our pid to
+// runDir/weaver.pid. It fails with *AlreadyRunningError when another
+// process holds the lock, so two simultaneous launches cannot both win;
+// whatever the pid file said before is replaced.
 func Acquire(runDir string) (*File, error) {
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create run dir %s: %w", runDir, err)
 	}
 	path := filepath.Join(runDir, Name)
-	me := os.Getpid()
-	for attempt := 0; attempt < 2; attempt++ {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err == nil {
-			_, werr := fmt.Fprintf(f, "%d\n", me)
-			cerr := f.Close()
-			if werr = errors.Join(werr, cerr); werr != nil {
-				_ = os.Remove(path)
-				return nil, fmt.Errorf("write pid file %s: %w", path, werr)
-			}
-			return &File{path: path, pid: me}, nil
-		}
-		if !errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("create pid file %s: %w", path, err)
-		}
-		if pid, err := Read(path); err == nil && pid != me && Alive(pid) {
-			return nil, &AlreadyRunningError{PID: pid}
-		}
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("remove stale pid file %s: %w", path, err)
-		}
+	lock, busy, err := lockRunDir(path + ".lock")
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("create pid file %s: lost a race with another weaver", path)
+	if busy {
+		pid, _ := Read(path)
+		return nil, &AlreadyRunningError{PID: pid}
+	}
+	me := os.Getpid()
+	if err := Write(path, me); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return &File{path: path, pid: me, lock: lock}, nil
 }
 
 // Read returns the pid recorded at path.
@@ -78,14 +72,31 @@ func Read(path string) (int, error) {
 	return pid, nil
 }
 
-// Write records pid at path atomically (a temporary file, then rename).
+// Write records pid at path atomically: a temporary file of its own (so
+// simultaneous writers never rename each other's), then rename.
 func Write(path string, pid int) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
-		return fmt.Errorf("write pid file %s: %w", tmp, err)
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write pid file %s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename pid file %s: %w", tmp, err)
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	_, werr := tmp.WriteString(strconv.Itoa(pid) + "\n")
+	if err := errors.Join(werr, tmp.Chmod(0o644), tmp.Close()); err != nil {
+		return fmt.Errorf("write pid file %s: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("rename pid file %s: %w", tmp.Name(), err)
+	}
+	return nil
+}
+
+// RemoveIf removes the pid file at path if it still records pid.
+func RemoveIf(path string, pid int) error {
+	if got, err := Read(path); err != nil || got != pid {
+		return nil
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove pid file %s: %w", path, err)
 	}
 	return nil
 }
@@ -110,13 +121,13 @@ func StatState(procDir string, pid int) (alive, ok bool) {
 // Path is the pid file's path.
 func (p *File) Path() string { return p.path }
 
-// Release removes the pid file if it still holds our pid. Idempotent.
+// Release removes the pid file if it still holds our pid, then drops the
+// run dir's lock. Idempotent.
 func (p *File) Release() error {
-	if pid, err := Read(p.path); err != nil || pid != p.pid {
-		return nil
+	err := RemoveIf(p.path, p.pid)
+	if p.lock != nil {
+		p.lock.Close()
+		p.lock = nil
 	}
-	if err := os.Remove(p.path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove pid file %s: %w", p.path, err)
-	}
-	return nil
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -32,18 +33,66 @@ func TestPIDFileAcquireRelease(t *testing.T) {
 
 func TestPIDFileRefusesLiveWeaver(t *testing.T) {
 	dir := t.TempDir()
-	other := os.Getppid() // a live process that is not us
-	writePID(t, dir, strconv.Itoa(other))
-	_, err := Acquire(dir)
-	var are *AlreadyRunningError
-	if !errors.As(err, &are) || are.PID != other {
-		t.Fatalf("got %v, want AlreadyRunningError for pid %d", err, other)
+	held, err := Acquire(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if want := "weave router already running (pid " + strconv.Itoa(other) + ")"; err.Error() != want {
+	defer held.Release()
+	_, err = Acquire(dir)
+	var are *AlreadyRunningError
+	if !errors.As(err, &are) || are.PID != os.Getpid() {
+		t.Fatalf("got %v, want AlreadyRunningError for pid %d", err, os.Getpid())
+	}
+	if want := "weave router already running (pid " + strconv.Itoa(os.Getpid()) + ")"; err.Error() != want {
 		t.Errorf("message %q, want %q", err, want)
 	}
-	if b, _ := os.ReadFile(filepath.Join(dir, Name)); string(b) != strconv.Itoa(other) {
-		t.Errorf("pid file of the live weaver was touched: %q", b)
+}
+
+// TestPIDFileSimultaneousAcquire: two launches at once raced on the pid
+// file ("rename ... no such file", or both running). Under the run dir's
+// lock exactly one wins, and the file is complete.
+func TestPIDFileSimultaneousAcquire(t *testing.T) {
+	dir := t.TempDir()
+	const n = 16
+	var wg sync.WaitGroup
+	results := make(chan error, n)
+	held := make(chan *File, n)
+	start := make(chan struct{})
+	for range n {
+		wg.Go(func() {
+			<-start
+			f, err := Acquire(dir)
+			if err == nil {
+				held <- f
+			}
+			results <- err
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(results)
+	close(held)
+	won := 0
+	for err := range results {
+		var are *AlreadyRunningError
+		switch {
+		case err == nil:
+			won++
+		case !errors.As(err, &are):
+			t.Errorf("unexpected error: %v", err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d simultaneous Acquires won, want exactly 1", won)
+	}
+	if pid, err := Read(filepath.Join(dir, Name)); err != nil || pid != os.Getpid() {
+		t.Errorf("pid file: %d %v", pid, err)
+	}
+	for f := range held {
+		f.Release()
+	}
+	if matches, _ := filepath.Glob(filepath.Join(dir, ".weaver.pid.*")); len(matches) != 0 {
+		t.Errorf("temporary files left: %v", matches)
 	}
 }
 

@@ -256,11 +256,27 @@ func TestIPAMPersistenceEdges(t *testing.T) {
 		t.Errorf("the corrupt database was modified (%d bytes, was %d)", len(after), len(junk))
 	}
 
-	// Moved aside, as the message says: a fresh database, and the address
-	// of the live container c2 is claimed again at start.
+	// Moved aside, as the message says. The ring state is gone while c2
+	// still runs: the router must not seed a new ring alone (issue 9: two
+	// hosts handed out the same addresses); it waits for peers and says
+	// how to start a new ring on purpose.
 	if err := os.Rename(db, db+".corrupt"); err != nil {
 		t.Fatal(err)
 	}
+	ic.launch(1)
+	if log, err := os.ReadFile(filepath.Join(h.RunDir, "weaver.log")); err != nil ||
+		!strings.Contains(string(log), "not starting a new IPAM ring alone") ||
+		!strings.Contains(string(log), "--ipalloc-init=consensus=N") {
+		t.Errorf("launch with the database gone did not refuse to seed a ring alone (%v):\n%s", err, log)
+	}
+	if code, body, err := ic.routerGET(1, "/status/ipam"); err != nil || !strings.Contains(body, "observer") {
+		t.Logf("status ipam while waiting for peers: %d %q %v", code, body, err)
+	}
+	ic.weave(1, "stop")
+
+	// On purpose, as the message says: consensus=1 starts a new ring, and
+	// the address of the live container c2 is claimed again at start.
+	ic.extra = append(ic.extra, "--ipalloc-init", "consensus=1")
 	ic.launch(1)
 	ic.expectIP(1, c2.NS, c2.CIDR)
 	if c4 := ic.attachAuto(1, "c4"); c4.IP() == c2.IP() {

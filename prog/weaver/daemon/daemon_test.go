@@ -36,18 +36,19 @@ func TestMeshConfig(t *testing.T) {
 func TestRunRefusesWhenAnotherWeaverRuns(t *testing.T) {
 	cfg := DefaultConfig(nil)
 	cfg.RunDir, cfg.DataDir = t.TempDir(), t.TempDir()
-	other := os.Getppid()
-	pidPath := filepath.Join(cfg.RunDir, pidfile.Name)
-	if err := os.WriteFile(pidPath, []byte(strconv.Itoa(other)), 0o644); err != nil {
+	// Another weaver holds the run dir's lock (here: this process).
+	other, err := pidfile.Acquire(cfg.RunDir)
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer other.Release()
 	// Run must stop at the pid file, before touching bridge or iptables.
-	err := Run(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	err = Run(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	var are *pidfile.AlreadyRunningError
-	if !errors.As(err, &are) || are.PID != other {
-		t.Fatalf("Run = %v, want AlreadyRunningError(%d)", err, other)
+	if !errors.As(err, &are) || are.PID != os.Getpid() {
+		t.Fatalf("Run = %v, want AlreadyRunningError(%d)", err, os.Getpid())
 	}
-	if b, _ := os.ReadFile(pidPath); string(b) != strconv.Itoa(other) {
+	if b, _ := os.ReadFile(filepath.Join(cfg.RunDir, pidfile.Name)); string(b) != strconv.Itoa(os.Getpid())+"\n" {
 		t.Errorf("the other weaver's pid file was changed: %q", b)
 	}
 }

@@ -46,6 +46,9 @@ func (d *daemon) startIPAM(b *backend) error {
 	if err != nil {
 		return err
 	}
+	if err := d.checkRangeOverlap(); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(c.DataDir, 0o755); err != nil {
 		return fmt.Errorf("create data dir %s: %w", c.DataDir, err)
 	}
@@ -128,6 +131,7 @@ type attachRecord struct {
 	ID     string `json:"id"`
 	NetNS  string `json:"netns"`
 	IfName string `json:"ifname"`
+	path   string // the record's file
 }
 
 func (d *daemon) attachRecords() []attachRecord {
@@ -143,6 +147,7 @@ func (d *daemon) attachRecords() []attachRecord {
 			d.log.Warn("skipping unreadable attachment record", "path", f, "err", err)
 			continue
 		}
+		r.path = f
 		out = append(out, r)
 	}
 	return out
@@ -191,9 +196,11 @@ func (d *daemon) preClaim(ctx context.Context, alloc *ipam.Allocator) {
 // (CNI, plugins) are left alone.
 func (d *daemon) pruneDead(alloc *ipam.Allocator) {
 	dead := map[string]bool{}
+	var records []attachRecord
 	for _, r := range d.attachRecords() {
 		if _, err := os.Stat(r.NetNS); errors.Is(err, os.ErrNotExist) {
 			dead[r.ID] = true
+			records = append(records, r)
 		}
 	}
 	if len(dead) == 0 {
@@ -205,8 +212,29 @@ func (d *daemon) pruneDead(alloc *ipam.Allocator) {
 	}
 	if err != nil {
 		d.log.Warn("release addresses of dead containers", "err", err)
-	} else if n > 0 {
+		return
+	}
+	if n > 0 {
 		d.log.Info("released addresses of containers that are gone", "count", n)
+	}
+	d.removeRecords(records)
+}
+
+// removeRecords deletes the attachment records of vanished namespaces,
+// unless a record was rewritten since (the ID attached again).
+func (d *daemon) removeRecords(records []attachRecord) {
+	for _, r := range records {
+		var now attachRecord
+		data, err := os.ReadFile(r.path)
+		if err != nil || json.Unmarshal(data, &now) != nil || now.NetNS != r.NetNS {
+			continue
+		}
+		if _, err := os.Stat(r.NetNS); !errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err := os.Remove(r.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			d.log.Warn("remove attachment record of a vanished namespace", "path", r.path, "err", err)
+		}
 	}
 }
 

@@ -70,6 +70,13 @@ func TestPruneDeadReleasesOnlyVanishedAttachments(t *testing.T) {
 			t.Errorf("after prune, %s holds an address = %v, want %v (owned %v)", id, got, want, owned)
 		}
 	}
+	// The vanished namespace's record is removed, the live one kept.
+	for id, want := range map[string]bool{"alive": true, "dead": false} {
+		_, err := os.Stat(filepath.Join(run, "attached", id+".json"))
+		if got := err == nil; got != want {
+			t.Errorf("record of %s present = %v, want %v", id, got, want)
+		}
+	}
 }
 
 // TestAddIPAMFillsSummaryAndGauges: the report carries Weave's IPAM JSON,

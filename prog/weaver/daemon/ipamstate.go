@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/seedf75a49c6/weave/internal/netdev"
 
 	ourmesh "github.com/seedf75a49c6/weave/mesh"
 
@@ -99,4 +102,23 @@ func (d *daemon) guardLostRing(cfg *ipam.Config, prior priorState) {
 		"If no peer has the ring any more (every database was lost), relaunch with --ipalloc-init=consensus=N "+
 		"(N = number of peers) to start a new one",
 		"path", path)
+}
+
+// checkRangeOverlap refuses an --ipalloc-range that overlaps a route or
+// address of the host (other than on the weave bridge): containers would
+// get the host's underlay addresses and the mesh breaks (2.8.1 refuses
+// it too: "Network ... overlaps with existing route ... on host").
+func (d *daemon) checkRangeOverlap() error {
+	p, err := netip.ParsePrefix(d.cfg.IPAllocRange)
+	if err != nil {
+		return fmt.Errorf("parse --ipalloc-range %s: %w", d.cfg.IPAllocRange, err)
+	}
+	what, err := netdev.HostOverlap(p.Masked(), d.cfg.Bridge)
+	if err != nil {
+		return fmt.Errorf("check --ipalloc-range %s against the host's routes: %w", p, err)
+	}
+	if what != "" {
+		return fmt.Errorf("--ipalloc-range: network %s overlaps with existing %s on host; choose a range the host does not use", p, what)
+	}
+	return nil
 }
