@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/seedf75a49c6/weave/internal/netns"
 	"k8s.io/client-go/rest"
 )
 
@@ -30,13 +32,33 @@ type Server struct {
 	CAData     []byte // the API server's self-signed serving certificate (PEM)
 	Dir        string // data, certificates, keys and logs
 
+	opts            Options
 	etcd, apiserver *exec.Cmd
+}
+
+// Options place the server. The zero value is loopback in the test's own
+// network namespace.
+type Options struct {
+	// NetNS runs etcd and kube-apiserver inside this named network
+	// namespace (as `ip netns exec`), so programs in namespace hosts can
+	// reach it over their underlay. The test's own clients (Admin, Client,
+	// Kubectl) then dial from inside that namespace.
+	NetNS string
+	// Address is the API server's bind and advertise address (default
+	// 127.0.0.1); with NetNS, an address of that namespace.
+	Address string
 }
 
 // New starts etcd and kube-apiserver on free loopback ports, with
 // data in a new temporary directory. Call Stop when done (Start does that
 // for a test). For TestMain, where there is no *testing.T.
-func New() (*Server, error) {
+func New() (*Server, error) { return NewWithOptions(Options{}) }
+
+// NewWithOptions is New with the server placed by o.
+func NewWithOptions(o Options) (*Server, error) {
+	if o.Address == "" {
+		o.Address = "127.0.0.1"
+	}
 	bins, err := FindBins()
 	if err != nil {
 		return nil, err
@@ -45,7 +67,7 @@ func New() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create server dir: %w", err)
 	}
-	s := &Server{Dir: dir, AdminToken: randomToken()}
+	s := &Server{Dir: dir, AdminToken: randomToken(), opts: o}
 	if err := s.start(bins); err != nil {
 		s.Stop()
 		return nil, err
@@ -65,8 +87,8 @@ func (s *Server) start(bins Bins) error {
 	if s.etcd, err = s.launch("etcd", bins.Etcd, etcdArgs(s.Dir, etcdURL, ports[1])); err != nil {
 		return err
 	}
-	s.URL = "https://127.0.0.1:" + strconv.Itoa(ports[2])
-	if s.apiserver, err = s.launch("kube-apiserver", bins.APIServer, apiserverArgs(s.Dir, etcdURL, ports[2])); err != nil {
+	s.URL = "https://" + net.JoinHostPort(s.opts.Address, strconv.Itoa(ports[2]))
+	if s.apiserver, err = s.launch("kube-apiserver", bins.APIServer, apiserverArgs(s.Dir, etcdURL, s.opts.Address, ports[2])); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
@@ -107,10 +129,10 @@ func etcdArgs(dir, clientURL string, peerPort int) []string {
 	}
 }
 
-func apiserverArgs(dir, etcdURL string, port int) []string {
+func apiserverArgs(dir, etcdURL, addr string, port int) []string {
 	return []string{
 		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--bind-address=" + addr, "--advertise-address=" + addr,
 		"--secure-port=" + strconv.Itoa(port),
 		"--endpoint-reconciler-type=none", // v1.37 refuses a loopback advertise address otherwise
 		"--cert-dir=" + filepath.Join(dir, "certs"),
@@ -134,6 +156,9 @@ func (s *Server) launch(name, path string, args []string) (*exec.Cmd, error) {
 		return nil, fmt.Errorf("create %s log: %w", name, err)
 	}
 	defer log.Close()
+	if s.opts.NetNS != "" {
+		path, args = "ip", append([]string{"netns", "exec", s.opts.NetNS, path}, args...)
+	}
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
@@ -227,7 +252,24 @@ func (s *Server) TokenConfig(token string) *rest.Config {
 		TLSClientConfig: rest.TLSClientConfig{CAData: s.CAData, Insecure: len(s.CAData) == 0},
 		QPS:             100,
 		Burst:           200,
+		Dial:            s.dial,
 	}
+}
+
+// dial connects from inside Options.NetNS when set: a socket stays in the
+// namespace it was created in, whatever thread uses it later.
+func (s *Server) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	if s.opts.NetNS == "" {
+		return d.DialContext(ctx, network, addr)
+	}
+	var conn net.Conn
+	err := netns.Do(filepath.Join("/var/run/netns", s.opts.NetNS), func() error {
+		var err error
+		conn, err = d.DialContext(ctx, network, addr)
+		return err
+	})
+	return conn, err
 }
 
 // LogTail returns the last n lines of etcd's or kube-apiserver's log.

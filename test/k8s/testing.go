@@ -26,9 +26,12 @@ const callTimeout = 30 * time.Second
 // Start starts a server for t and stops it at cleanup; on failure of t it
 // logs the tail of the API server's log first. It fails t when the server
 // cannot start.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB) *Server { t.Helper(); return StartWithOptions(t, Options{}) }
+
+// StartWithOptions is Start with the server placed by o.
+func StartWithOptions(t testing.TB, o Options) *Server {
 	t.Helper()
-	s, err := New()
+	s, err := NewWithOptions(o)
 	if err != nil {
 		t.Fatalf("start kube-apiserver: %v", err)
 	}
@@ -119,7 +122,11 @@ func (s *Server) Kubectl(t testing.TB, kubeconfig string, args ...string) (strin
 	if err != nil {
 		t.Fatalf("kubectl not found on PATH: %v", err)
 	}
-	cmd := exec.CommandContext(ctx(t), path, append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
+	args = append([]string{"--kubeconfig=" + kubeconfig}, args...)
+	if s.opts.NetNS != "" {
+		path, args = "ip", append([]string{"netns", "exec", s.opts.NetNS, path}, args...)
+	}
+	cmd := exec.CommandContext(ctx(t), path, args...)
 	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	return string(out), err
