@@ -27,7 +27,7 @@ const testClientUID = "424242"
 
 func dialWire(t *testing.T, addr string, password []byte, name wmesh.PeerName, swapPolarity bool) *wireClient {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	c, err := dialFrom(randomLoopback(t), addr) // its own source: per-source limits
 	if err != nil {
 		t.Fatal(err)
 	}
