@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/seedf75a49c6/weave/internal/iptables"
 	"github.com/seedf75a49c6/weave/internal/version"
 	ourmesh "github.com/seedf75a49c6/weave/mesh"
 	"github.com/seedf75a49c6/weave/prog/weaver/daemon"
@@ -38,6 +39,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	if err != nil {
 		return &usageError{err}
+	}
+	if _, err := iptables.Parse(getenv(iptables.EnvVar)); err != nil {
+		return &usageError{err} // every iptables call would fail on it later
 	}
 	switch act {
 	case actionVersion:

@@ -172,3 +172,12 @@ func TestAcceptsWeaveKubeFlags(t *testing.T) {
 		t.Fatalf("parsed %+v", cfg)
 	}
 }
+
+func TestBadIPTablesBackendRefused(t *testing.T) {
+	var stderr bytes.Buffer
+	err := run(context.Background(), nil, io.Discard, &stderr, env(map[string]string{"IPTABLES_BACKEND": "nftables"}))
+	var ue *usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), `IPTABLES_BACKEND="nftables"`) {
+		t.Fatalf("err = %v, want a usage error naming IPTABLES_BACKEND", err)
+	}
+}

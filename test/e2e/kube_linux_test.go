@@ -38,7 +38,7 @@ type kubeCluster struct {
 func newKubeCluster(t *testing.T, hosts int) *kubeCluster {
 	t.Helper()
 	netnstest.RequireRoot(t)
-	netnstest.RequireTools(t, "ip", "iptables", "ping", "nsenter", "kubectl")
+	netnstest.RequireTools(t, "ip", "iptables", "ping", "nsenter")
 	if build.err != nil {
 		t.Fatalf("TestMain could not build the product: %v", build.err)
 	}

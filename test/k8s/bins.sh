@@ -1,5 +1,5 @@
 #!/bin/sh
-# bins.sh - build kube-apiserver and etcd from the Go module proxy into a
+# bins.sh - build kube-apiserver, kubectl and etcd from the Go module proxy into a
 # cache directory outside the repository, for the tests that need a real
 # Kubernetes API server (package test/k8s). A no-op when they are present.
 #
@@ -21,9 +21,9 @@ ETCD_VERSION=v3.7.3
 cache=${WEAVE_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/weave-test/k8s}
 bin=$cache/bin
 stamp=$bin/.stamp
-want="kubernetes=$K8S_VERSION etcd=$ETCD_VERSION"
+want="kubernetes=$K8S_VERSION etcd=$ETCD_VERSION kubectl"
 
-built() { [ -x "$bin/kube-apiserver" ] && [ -x "$bin/etcd" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; }
+built() { [ -x "$bin/kube-apiserver" ] && [ -x "$bin/kubectl" ] && [ -x "$bin/etcd" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; }
 built && exit 0
 
 mkdir -p "$cache" "$bin"
@@ -47,6 +47,7 @@ gen_module() {
 build_apiserver() {
 	dir=$cache/src/kube-apiserver
 	gen_module "$dir" weave-test/kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+	printf '//go:build tools\n\npackage tools\n\nimport _ "k8s.io/kubernetes/cmd/kubectl"\n' >"$dir/kubectl.go"
 	cd "$dir"
 	go mod download -json "k8s.io/kubernetes@$K8S_VERSION" >kubernetes.json
 	gomod=$(sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p' kubernetes.json)
@@ -61,9 +62,11 @@ build_apiserver() {
 	v=k8s.io/component-base/version
 	major=$(echo "$K8S_VERSION" | sed 's/^v\([0-9]*\)\..*/\1/')
 	minor=$(echo "$K8S_VERSION" | sed 's/^v[0-9]*\.\([0-9]*\)\..*/\1/')
-	go build -trimpath -o "$bin/kube-apiserver" \
-		-ldflags "-s -w -X $v.gitVersion=$K8S_VERSION -X $v.gitMajor=$major -X $v.gitMinor=$minor -X $v.gitTreeState=clean" \
-		k8s.io/kubernetes/cmd/kube-apiserver
+	for cmd in kube-apiserver kubectl; do
+		go build -trimpath -o "$bin/$cmd" \
+			-ldflags "-s -w -X $v.gitVersion=$K8S_VERSION -X $v.gitMajor=$major -X $v.gitMinor=$minor -X $v.gitTreeState=clean" \
+			"k8s.io/kubernetes/cmd/$cmd"
+	done
 }
 
 build_etcd() {
@@ -75,7 +78,7 @@ build_etcd() {
 	go build -trimpath -o "$bin/etcd" -ldflags "-s -w" go.etcd.io/etcd/server/v3
 }
 
-echo "bins.sh: building etcd $ETCD_VERSION and kube-apiserver $K8S_VERSION into $bin (minutes on a cold cache)" >&2
+echo "bins.sh: building etcd $ETCD_VERSION, kube-apiserver and kubectl $K8S_VERSION into $bin (minutes on a cold cache)" >&2
 build_etcd
 build_apiserver
 echo "$want" >"$stamp"

@@ -12,8 +12,9 @@
 //	kubeconfig := srv.WriteKubeconfig(t, cfg)            // for a child process (KUBECONFIG=...)
 //	srv.Kubectl(t, kubeconfig, "apply", "--dry-run=server", "-f", "x.yaml")
 //
-// The binaries come from test/k8s/bins.sh (also `make k8s-bins`): it builds
-// them in a throwaway module into a cache dir outside the repository
+// The binaries (kube-apiserver, etcd, and a kubectl of the same version)
+// come from test/k8s/bins.sh (also `make k8s-bins`): it builds them in a
+// throwaway module into a cache dir outside the repository
 // ($WEAVE_K8S_CACHE, else $XDG_CACHE_HOME/weave-test/k8s, else
 // ~/.cache/weave-test/k8s) and is a no-op when they are there. When they are
 // missing, Start runs it (a cold build takes minutes). WEAVE_K8S_BINS names a

@@ -114,13 +114,13 @@ func (s *Server) WriteKubeconfig(t testing.TB, cfg *rest.Config) string {
 	return path
 }
 
-// Kubectl runs kubectl (from PATH) with --kubeconfig=kubeconfig and args,
+// Kubectl runs kubectl (KubectlPath) with --kubeconfig=kubeconfig and args,
 // returning its combined output and error.
 func (s *Server) Kubectl(t testing.TB, kubeconfig string, args ...string) (string, error) {
 	t.Helper()
-	path, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Fatalf("kubectl not found on PATH: %v", err)
+	path := KubectlPath()
+	if path == "" {
+		t.Fatalf("no kubectl: neither built by test/k8s/bins.sh into %s nor on PATH", filepath.Join(CacheDir(), "bin"))
 	}
 	args = append([]string{"--kubeconfig=" + kubeconfig}, args...)
 	if s.opts.NetNS != "" {
@@ -130,4 +130,23 @@ func (s *Server) Kubectl(t testing.TB, kubeconfig string, args ...string) (strin
 	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// KubectlPath is the kubectl bins.sh built (the server's version), else
+// the one on PATH, else "".
+func KubectlPath() string {
+	dir := os.Getenv("WEAVE_K8S_BINS")
+	if dir == "" {
+		dir = filepath.Join(CacheDir(), "bin")
+	}
+	if p := filepath.Join(dir, "kubectl"); isExecutable(p) {
+		return p
+	}
+	p, _ := exec.LookPath("kubectl")
+	return p
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
 }
