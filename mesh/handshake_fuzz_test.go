@@ -33,6 +33,7 @@ var fuzzRouters struct {
 // fuzzRouter starts (once per password) a router that lives as long as
 // the fuzz process.
 func fuzzRouter(t *testing.T, password string) string {
+	requirePatchedLibrary(t) // the seeds would take an unpatched in-process router to gigabytes
 	fuzzRouters.Lock()
 	defer fuzzRouters.Unlock()
 	if addr, ok := fuzzRouters.byPW[password]; ok {
@@ -142,4 +143,35 @@ func FuzzHandshakeV2PostAuth(f *testing.F) {
 		}
 		sendAndAwaitClose(t, w.c, frame)
 	})
+}
+
+var patchedOnce struct {
+	sync.Once
+	err error
+}
+
+// requirePatchedLibrary fails the test unless the mesh library carries
+// weave's patch (checked once: a stopped router must refuse connections),
+// before any in-process router meets an input that would make the
+// unpatched one allocate gigabytes.
+func requirePatchedLibrary(t *testing.T) {
+	t.Helper()
+	patchedOnce.Do(func() {
+		port := freePort(t)
+		cfg := wmesh.Config{Host: "127.0.0.1", Port: port, ConnLimit: 8, ProtocolMinVersion: 1}
+		r, err := wmesh.NewRouter(cfg, wmesh.PeerName(0x020000000eff), "probe", wmesh.NullOverlay{}, Logger(nil))
+		if err != nil {
+			patchedOnce.err = err
+			return
+		}
+		r.Start()
+		_ = r.Stop()
+		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 2*time.Second); err == nil {
+			c.Close()
+			patchedOnce.err = fmt.Errorf("listener still open after Stop; %s", unpatchedHint)
+		}
+	})
+	if patchedOnce.err != nil {
+		t.Fatal(patchedOnce.err)
+	}
 }

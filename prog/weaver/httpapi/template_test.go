@@ -27,20 +27,22 @@ func doubling(n int) string {
 	return b.String() + "{{len $a}}"
 }
 
+// Each attack is sized to exceed a limit by a small factor only, so that a
+// regression (a limit gone) costs seconds and megabytes, not the machine.
 func TestReportTemplateAttacksCostNothing(t *testing.T) {
 	rep := &Report{Version: "1.2.3"}
-	rep.Router.TerminationCount = 1 << 40
+	rep.Router.TerminationCount = 5 * maxTemplateSteps
 	cases := []struct{ name, tmpl, want string }{
 		{"nested printf width 1e6", nestedPrintf(8), "width or precision above 1000"},
 		{"template too long", strings.Repeat("x", maxTemplateSize+1), "template of 4097 bytes is over limit"},
 		{"range over a big literal", "{{range 100000000}}{{end}}", "number 100000000 is over limit"},
 		{"range over a big field, no output", "{{range .Router.TerminationCount}}{{end}}", "over limit"},
-		{"string doubling", doubling(40), "over limit"},
-		{"print doubling", `{{$a := "xxxxxxxxxxxxxxxx"}}` + strings.Repeat(`{{$a = print $a $a}}`, 40), "over limit"},
+		{"string doubling", doubling(16), "over limit"},
+		{"print doubling", `{{$a := "xxxxxxxxxxxxxxxx"}}` + strings.Repeat(`{{$a = print $a $a}}`, 16), "over limit"},
 		{"output cap", `{{range 10000}}{{printf "%1000s" "x"}}{{end}}`, "output larger than"},
 		{"star width", `{{printf "%*d" 5000 1}}`, "* width is not allowed"},
 		{"recursive define", `{{define "a"}}{{template "a"}}{{end}}{{template "a"}}`, "not allowed"},
-		{"nested ranges", "{{range 10000}}{{range 10000}}{{range 10000}}{{end}}{{end}}{{end}}", "over limit"},
+		{"nested ranges", "{{range 200}}{{range 200}}{{range 200}}{{end}}{{end}}{{end}}", "over limit"},
 	}
 	for _, c := range cases {
 		runtime.GC()
@@ -98,7 +100,7 @@ func FuzzReportTemplate(f *testing.F) {
 	}
 	rep := &Report{Version: "1.2.3"}
 	rep.Router.Peers = []PeerReport{{Name: "p1"}}
-	rep.Router.TerminationCount = 1 << 40
+	rep.Router.TerminationCount = 5 * maxTemplateSteps
 	f.Fuzz(func(t *testing.T, tmpl string) {
 		start := time.Now()
 		out, err := runReportTemplate(tmpl, rep)
