@@ -44,6 +44,7 @@ func TestDockerPlugin(t *testing.T) {
 		return err
 	})
 	d.checkPS(c1)
+	d.checkRoutes(c1)
 	d.checkAttach(c1)
 	d.checkRelease(c2)
 	d.checkUserNetworks(c1)
@@ -259,4 +260,25 @@ func (d *dockerHost) checkAttach(c1 dockerCtr) {
 		d.t.Fatalf("weave detach left %s allocated", ip)
 	}
 	mustDocker(d.t, "rm", "-f", c5.name)
+}
+
+// checkRoutes: on its only network the container's default route is ethwe0
+// (via the host's bridge address) and Docker added no docker_gwbridge; a
+// container of Docker's bridge network that joins weave keeps eth0's.
+func (d *dockerHost) checkRoutes(c1 dockerCtr) {
+	d.t.Helper()
+	gw := mustDocker(d.t, "network", "inspect", "-f", "{{range .IPAM.Config}}{{.Gateway}}{{end}}", "weave")
+	routes := mustDocker(d.t, "exec", c1.name, "ip", "route")
+	links := mustDocker(d.t, "exec", c1.name, "ip", "-o", "link")
+	if !strings.Contains(routes, "default via "+gw+" dev ethwe0") || strings.Contains(links, "eth0") {
+		d.t.Fatalf("%s: routes\n%s\nlinks\n%s\nwant the default route via %s on ethwe0 and no docker_gwbridge eth0", c1.name, routes, links, gw)
+	}
+	c6 := d.run("c6", "bridge")
+	mustDocker(d.t, "network", "connect", "weave", c6.name)
+	routes = mustDocker(d.t, "exec", c6.name, "ip", "route")
+	if !strings.Contains(routes, "dev ethwe0") || !strings.Contains(routes, "default via") || strings.Contains(routes, "default via "+gw) {
+		d.t.Fatalf("%s (bridge, then weave): routes\n%s\nwant ethwe0's subnet and the default route left on eth0", c6.name, routes)
+	}
+	d.pingFrom(c6, c1.ip)
+	mustDocker(d.t, "rm", "-f", c6.name)
 }
