@@ -133,7 +133,8 @@ func checkEnv(t *testing.T, c corev1.Container) {
 	}
 }
 
-// TestManifestRBACIsLeast: the roles grant exactly what the agent uses.
+// TestManifestRBACIsLeast: the roles grant exactly what weave-kube and
+// weave-npc use.
 func TestManifestRBACIsLeast(t *testing.T) {
 	objs := objects(t)
 	cr := objs["ClusterRole"].(*rbacv1.ClusterRole)
@@ -142,7 +143,8 @@ func TestManifestRBACIsLeast(t *testing.T) {
 	for _, r := range append(cr.Rules, role.Rules...) {
 		got = append(got, strings.Join(r.Resources, ",")+":"+strings.Join(r.ResourceNames, ",")+":"+strings.Join(r.Verbs, ","))
 	}
-	want := []string{"nodes::get,list,watch", "nodes/status::patch", "configmaps:weave-net:get,update", "configmaps::create"}
+	want := []string{"nodes::get,list,watch", "nodes/status::patch", "pods,namespaces::list,watch", "networkpolicies::list,watch",
+		"configmaps:weave-net:get,update", "configmaps::create"}
 	if !slices.Equal(got, want) {
 		t.Errorf("rules = %v, want %v", got, want)
 	}
@@ -166,13 +168,16 @@ func TestManifestServerDryRunAndPermissions(t *testing.T) {
 		{Verb: "get", Resource: "configmaps", Namespace: "kube-system", Name: "weave-net"},
 		{Verb: "update", Resource: "configmaps", Namespace: "kube-system", Name: "weave-net"},
 		{Verb: "create", Resource: "configmaps", Namespace: "kube-system"},
+		{Verb: "watch", Resource: "pods"}, {Verb: "list", Resource: "namespaces"},
+		{Verb: "watch", Group: "networking.k8s.io", Resource: "networkpolicies"},
 	}
 	denied := []authzv1.ResourceAttributes{
 		{Verb: "delete", Resource: "nodes", Name: "n1"}, {Verb: "update", Resource: "nodes", Name: "n1"},
 		{Verb: "get", Resource: "secrets", Namespace: "kube-system", Name: "weave-passwd"},
 		{Verb: "update", Resource: "configmaps", Namespace: "kube-system", Name: "kube-proxy"},
 		{Verb: "create", Resource: "configmaps", Namespace: "default"},
-		{Verb: "list", Resource: "pods"},
+		{Verb: "get", Resource: "pods", Namespace: "default", Name: "p"}, {Verb: "delete", Resource: "pods", Namespace: "default", Name: "p"},
+		{Verb: "update", Group: "networking.k8s.io", Resource: "networkpolicies", Namespace: "default", Name: "np"},
 	}
 	for _, ra := range allowed {
 		if !can(t, srv, ra) {
