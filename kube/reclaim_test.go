@@ -162,3 +162,26 @@ func TestReclaimSkipsPeerLockedByAnother(t *testing.T) {
 		t.Fatalf("Reclaim = %v, %v; rmpeers %v; want nothing done", removed, err, shared.removed)
 	}
 }
+
+// TestReclaimTakesOverOurPreviousIncarnation: an entry naming our Node
+// under another peer name (the node was reinstalled, or upgraded from
+// 2.8.1 with a new peer name) is reclaimed by us, though the Node exists.
+func TestReclaimTakesOverOurPreviousIncarnation(t *testing.T) {
+	srv := k8s.Start(t)
+	admin := srv.Admin(t)
+	store := &Store{Client: admin.CoreV1()}
+	srv.CreateNode(t, "node0", "192.168.100.1")
+	for _, p := range []string{peerName(9), peerName(0)} { // old first, as it was
+		if err := store.AddPeer(context.Background(), p, "node0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shared := &countingRouter{removed: map[string][]string{}}
+	r := &Reclaimer{Store: store, Router: &countingRouter{by: peerName(0), shared: shared},
+		Nodes: nodeNames(admin), PeerName: peerName(0), NodeName: "node0", Log: quietLog()}
+	removed, err := r.Reclaim(context.Background())
+	if err != nil || len(removed) != 1 || removed[0] != peerName(9) || len(shared.removed[peerName(9)]) != 1 {
+		t.Fatalf("Reclaim = %v, %v; rmpeers %v; want the old incarnation removed once", removed, err, shared.removed)
+	}
+	assertOnlySurvivors(t, store, 1)
+}
