@@ -21,6 +21,9 @@ func (a *Agent) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := CheckRangeFree(a.cfg.IPAllocRange, or(a.cfg.Weave.Bridge, "weave")); err != nil {
+		return err
+	}
 	if a.peerName, err = a.cfg.PrintPeerName(ctx, a.backend); err != nil {
 		return err
 	}
