@@ -18,6 +18,9 @@ import (
 type Config struct {
 	Bridge string // default "weave"
 	Table  string // default DefaultTable
+	// AllowMulticast accepts traffic to 224.0.0.0/4 from and to isolated
+	// pods, as 2.8.1's --allow-mcast (default there: on).
+	AllowMulticast bool
 }
 
 // Enforcer loads models into the kernel of the network namespace it was
@@ -57,7 +60,7 @@ func (e *Enforcer) Close() error { return e.conn.CloseLasting() }
 func (e *Enforcer) Apply(m *npc.Model) (Stats, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b, err := build(e.conn, e.cfg.Table, e.cfg.Bridge, m)
+	b, err := build(e.conn, e.cfg, m)
 	if err != nil {
 		return Stats{}, fmt.Errorf("build table %s: %w", e.cfg.Table, err)
 	}

@@ -95,3 +95,14 @@ func verdict(k expr.VerdictKind, chain string) expr.Any {
 }
 
 func accept() expr.Any { return verdict(expr.VerdictAccept, "") }
+
+// multicastDst matches ip daddr 224.0.0.0/4.
+func multicastDst() []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: reg1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: []byte{unix.NFPROTO_IPV4}},
+		&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: daddr, Len: 4},
+		&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 4, Mask: []byte{0xf0, 0, 0, 0}, Xor: []byte{0, 0, 0, 0}},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: []byte{0xe0, 0, 0, 0}},
+	}
+}

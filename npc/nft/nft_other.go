@@ -12,7 +12,10 @@ import (
 const DefaultTable = "weave-npc"
 
 // Config says where to enforce.
-type Config struct{ Bridge, Table string }
+type Config struct {
+	Bridge, Table  string
+	AllowMulticast bool
+}
 
 // Enforcer is Linux only.
 type Enforcer struct{}

@@ -42,6 +42,7 @@ type builder struct {
 	c      *nftables.Conn
 	t      *nftables.Table
 	bridge string
+	mcast  bool
 	sets   map[string]*nftables.Set
 	chains map[string]*nftables.Chain
 	rules  int
@@ -49,12 +50,13 @@ type builder struct {
 
 // build queues "add table; delete table; add table ..." so that the batch
 // replaces whatever table exists with the model's, atomically.
-func build(c *nftables.Conn, name, bridge string, m *npc.Model) (*builder, error) {
+func build(c *nftables.Conn, cfg Config, m *npc.Model) (*builder, error) {
+	name, bridge := cfg.Table, cfg.Bridge
 	t := &nftables.Table{Family: nftables.TableFamilyINet, Name: name}
 	c.AddTable(t)
 	c.DelTable(t)
 	c.AddTable(t)
-	b := &builder{c: c, t: t, bridge: bridge, sets: map[string]*nftables.Set{}, chains: map[string]*nftables.Chain{}}
+	b := &builder{c: c, t: t, bridge: bridge, mcast: cfg.AllowMulticast, sets: map[string]*nftables.Set{}, chains: map[string]*nftables.Chain{}}
 	if err := b.fixedSets(); err != nil {
 		return nil, err
 	}
@@ -118,6 +120,9 @@ func (b *builder) addRules(m *npc.Model) error {
 	b.add(chainForward, "", ifIs(expr.MetaKeyOIFNAME, b.bridge), one(verdict(expr.VerdictGoto, chainPods)))
 	b.add(chainPods, "replies of allowed connections", ctEstablished(), one(accept()))
 	b.add(chainPods, "pods are IPv4 only", notIPv4(), setMark(Mark), one(accept()))
+	if b.mcast {
+		b.add(chainPods, "multicast is outside policy (--allow-mcast)", multicastDst(), setMark(Mark), one(accept()))
+	}
 	b.add(chainPods, "", ifIs(expr.MetaKeyIIFNAME, b.bridge), addrIn(saddr, b.sets[npc.SetEgressIsolated]), one(verdict(expr.VerdictJump, chainEgress)))
 	b.add(chainPods, "", ifIs(expr.MetaKeyOIFNAME, b.bridge), addrIn(daddr, b.sets[npc.SetIngressIsolated]), one(verdict(expr.VerdictJump, chainIngress)))
 	b.add(chainPods, "allowed", setMark(Mark), one(accept()))

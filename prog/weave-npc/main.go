@@ -33,6 +33,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	err := run(ctx, os.Args[1:], os.Stderr, os.Getenv)
 	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "weave-npc: %v\n", err)
 		if errors.Is(err, flag.ErrHelp) || errors.As(err, new(usageError)) {
@@ -44,9 +47,12 @@ func main() {
 
 type usageError struct{ error }
 
+func (u usageError) Unwrap() error { return u.error }
+
 type options struct {
-	nodeName, kubeconfig, metricsAddr, bridge, table, logLevel string
-	poll                                                       time.Duration
+	nodeName, kubeconfig, metricsAddr, bridge, table, logLevel, netns string
+	poll                                                              time.Duration
+	allowMcast                                                        bool
 }
 
 func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (options, error) {
@@ -59,9 +65,10 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	fs.StringVar(&o.bridge, "bridge", "weave", "bridge the pods are attached to")
 	fs.StringVar(&o.table, "table", nft.DefaultTable, "name of our nftables table (family inet)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.netns, "netns", "", "enforce in the network namespace at this path (default: the one weave-npc runs in); the API is still reached from the current one")
 	fs.DurationVar(&o.poll, "blocked-poll-interval", 5*time.Second, "how often blocked-connection counters are read, logged and exported")
 	// Accepted for 2.8.1 DaemonSet compatibility; they have no effect here.
-	fs.Bool("allow-mcast", true, "ignored (2.8.1 compatibility)")
+	fs.BoolVar(&o.allowMcast, "allow-mcast", true, "let multicast (224.0.0.0/4) pass isolated pods, as 2.8.1 does")
 	fs.Int("max-list-size", 1024, "ignored (2.8.1 compatibility: nftables sets have no list-set limit)")
 	fs.String("bridge-port-name", "vethwe-bridge", "ignored (2.8.1 compatibility)")
 	if err := fs.Parse(args); err != nil {
@@ -116,17 +123,30 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
-	if changed, err := nft.EnsureBridgeNetfilter(); err != nil {
-		return err
-	} else if changed {
-		log.Warn("turned on net.bridge.bridge-nf-call-iptables: bridged pod traffic must pass the inet forward hook")
-	}
-	enf, err := nft.New(nft.Config{Bridge: o.bridge, Table: o.table})
+	enf, err := openEnforcer(o, log)
 	if err != nil {
 		return err
 	}
 	defer enf.Close()
 	return serve(ctx, o, log, client, enf)
+}
+
+// openEnforcer turns on br_netfilter and opens the nftables connection,
+// both in the --netns namespace.
+func openEnforcer(o options, log *slog.Logger) (*nft.Enforcer, error) {
+	var enf *nft.Enforcer
+	err := inNetNS(o.netns, func() error {
+		changed, err := nft.EnsureBridgeNetfilter()
+		if err != nil {
+			return err
+		}
+		if changed {
+			log.Warn("turned on net.bridge.bridge-nf-call-iptables: bridged pod traffic must pass the inet forward hook")
+		}
+		enf, err = nft.New(nft.Config{Bridge: o.bridge, Table: o.table, AllowMulticast: o.allowMcast})
+		return err
+	})
+	return enf, err
 }
 
 func serve(ctx context.Context, o options, log *slog.Logger, client kubernetes.Interface, enf *nft.Enforcer) error {
