@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/google/nftables"
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/seedf75a49c6/weave/npc"
 )
@@ -45,7 +47,7 @@ func New(cfg Config) (*Enforcer, error) {
 	if cfg.Table == "" {
 		cfg.Table = DefaultTable
 	}
-	c, err := nftables.New(nftables.AsLasting())
+	c, err := nftables.New(nftables.AsLasting(), nftables.WithSockOptions(bigBuffers))
 	if err != nil {
 		return nil, fmt.Errorf("open nftables netlink connection: %w", err)
 	}
@@ -109,4 +111,29 @@ func EnsureBridgeNetfilter() (changed bool, err error) {
 		return false, fmt.Errorf("enable %s: %w", bridgeNFCall, err)
 	}
 	return true, nil
+}
+
+// Socket buffer sizes. A transaction must reach the kernel in a single
+// sendmsg, and a table for 1,000 pods and 200 policies is several hundred
+// KiB, beyond the default limit; like nft(8), we force larger buffers
+// (SO_SNDBUFFORCE needs CAP_NET_ADMIN, which enforcing needs anyway).
+const (
+	sendBuffer = 64 << 20
+	recvBuffer = 8 << 20
+)
+
+func bigBuffers(c *netlink.Conn) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("netlink socket: %w", err)
+	}
+	var serr error
+	err = raw.Control(func(fd uintptr) {
+		serr = errors.Join(unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, sendBuffer),
+			unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, recvBuffer))
+	})
+	if err = errors.Join(err, serr); err != nil {
+		return fmt.Errorf("size netlink socket buffers: %w", err)
+	}
+	return nil
 }
