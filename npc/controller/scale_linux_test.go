@@ -50,7 +50,9 @@ func scaleObjects() []runtime.Object {
 // 10.0.0.0/8 except 10.33.0.0/16 on UDP 53 or to the namespace's pods.
 func scalePolicies(ns string) []runtime.Object {
 	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
-	app := func(a string) *metav1.LabelSelector { return &metav1.LabelSelector{MatchLabels: map[string]string{"app": a}} }
+	app := func(a string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{"app": a}}
+	}
 	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
 	p8080, http, p53, end := intstr.FromInt32(8080), intstr.FromString("http"), intstr.FromInt32(53), int32(8090)
 	return []runtime.Object{
