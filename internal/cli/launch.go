@@ -15,6 +15,17 @@ import (
 // logTailLines is how much of weaver.log launch shows when weaver dies.
 const logTailLines = 20
 
+// maxLogSize: launch moves a weaver.log larger than this to weaver.log.1
+// (replacing the previous one) before starting weaver, so the log of a
+// router relaunched for years does not grow without end.
+const maxLogSize = 10 << 20
+
+func rotateLog(path string, max int64) {
+	if fileSize(path) > max {
+		_ = os.Rename(path, path+".1")
+	}
+}
+
 // runLaunch starts weaver detached and waits until it answers.
 func runLaunch(ctx context.Context, c *cmd, args []string) error {
 	l, err := parseLaunch(args)
@@ -35,6 +46,7 @@ func runLaunch(ctx context.Context, c *cmd, args []string) error {
 		}
 	}
 	c.Logger.Debug("starting weaver", "argv", argv, "log", c.logFile())
+	rotateLog(c.logFile(), maxLogSize)
 	logStart := fileSize(c.logFile())
 	pid, err := startDetached(argv, c.logFile())
 	if err != nil {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -237,5 +238,24 @@ func TestWeaverArgvIsLaunchs(t *testing.T) {
 	}
 	if _, err := WeaverArgv(context.Background(), cfg, []string{"--mtu"}); err == nil {
 		t.Fatal("flag without its value: no error")
+	}
+}
+
+func TestLaunchRotatesALargeLog(t *testing.T) {
+	h := newHarness(t)
+	h.fakeWeaverSetup("exit")
+	if err := os.MkdirAll(h.cfg.RunDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(h.cfg.RunDir, "weaver.log")
+	if err := os.WriteFile(logPath, bytes.Repeat([]byte("old line\n"), maxLogSize/9+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.run("launch")
+	if st, err := os.Stat(logPath + ".1"); err != nil || st.Size() <= maxLogSize {
+		t.Fatalf("old log not moved to weaver.log.1: %v", err)
+	}
+	if st, err := os.Stat(logPath); err != nil || st.Size() > 1<<20 {
+		t.Fatalf("new log: %v %v", st, err)
 	}
 }
