@@ -78,6 +78,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	}
 	d.logUnimplemented()
 	d.warnEmptyPassword()
+	if ok, detail := ourmesh.PatchedLibrary(); !ok {
+		log.Error("this weaver was built without weave's patch of the mesh library: one 34-byte message can take it to out-of-memory; build it with make (docs/mesh-patch.md)", "mesh", detail)
+	}
 	d.prior = capturePriorState(cfg)
 	if err := checkPeerNameKept(cfg, d.prior); err != nil {
 		return err
