@@ -7,6 +7,8 @@ import (
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/seedf75a49c6/weave/internal/nlsafe"
 )
 
 // CheckRangeFree fails when a route of this host (other than through the
@@ -14,7 +16,7 @@ import (
 // IPALLOC_RANGE: pod addresses there would be unreachable or hijack the
 // host's own network.
 func CheckRangeFree(rng netip.Prefix, bridge string) error {
-	routes, err := netlink.RouteList(nil, netlink.FAMILY_V4)
+	routes, err := nlsafe.RouteList(nil, nil, netlink.FAMILY_V4)
 	if err != nil {
 		return fmt.Errorf("list routes to check IPALLOC_RANGE: %w", err)
 	}
