@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/containerd/errdefs v1.0.0
 	github.com/containernetworking/cni v1.3.1
+	github.com/docker/go-connections v0.8.2
 	github.com/docker/go-plugins-helpers v0.0.0-20240701071450-45e2431495c8
 	github.com/google/gopacket v1.1.19
 	github.com/google/nftables v0.3.0
@@ -36,7 +37,6 @@ require (
 	github.com/coreos/go-systemd v0.0.0-20191104093116-d3cd4ed1dbcf // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/distribution/reference v0.6.0 // indirect
-	github.com/docker/go-connections v0.8.2 // indirect
 	github.com/docker/go-units v0.5.0 // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
 	github.com/felixge/httpsnoop v1.0.4 // indirect

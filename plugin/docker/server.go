@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/docker/go-connections/sockets"
 	"github.com/docker/go-plugins-helpers/ipam"
 	"github.com/docker/go-plugins-helpers/network"
 	"github.com/docker/go-plugins-helpers/sdk"
@@ -117,13 +118,11 @@ func listenUnix(path string) (net.Listener, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create directory for plugin socket %s: %w", path, err)
 	}
-	l, err := net.Listen("unix", path)
+	// go-connections (what the helpers' ServeUnix uses) sets mode 0660
+	// before the socket becomes connectable; the owner is us (root).
+	l, err := sockets.NewUnixSocketWithOpts(path, sockets.WithChmod(0o660))
 	if err != nil {
 		return nil, fmt.Errorf("listen on plugin socket %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o660); err != nil { // root and the docker group, as Docker's own plugins
-		l.Close()
-		return nil, fmt.Errorf("chmod plugin socket %s: %w", path, err)
 	}
 	return l, nil
 }

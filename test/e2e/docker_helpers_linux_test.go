@@ -100,8 +100,9 @@ func newDockerHost(t *testing.T) *dockerHost {
 }
 
 // refuseForeignWeave stops the test when the root namespace already has a
-// weave bridge, a Docker network "weave" or a live plugin socket: those
-// belong to someone else and the test's cleanup would remove them.
+// weave bridge, a Docker network "weave", a live plugin socket or weave's
+// nft policy table: those belong to someone else (the cleanup would remove
+// the first three, the last would filter the test's traffic).
 func refuseForeignWeave(t *testing.T) {
 	t.Helper()
 	if _, err := net.InterfaceByName("weave"); err == nil {
@@ -109,6 +110,11 @@ func refuseForeignWeave(t *testing.T) {
 	}
 	if _, err := docker(t, "network", "inspect", "weave"); err == nil {
 		t.Fatal("Docker already has a network named weave; not touching it")
+	}
+	// A network policy table hooked on the bridge (npc's) would drop the
+	// test's traffic: say so instead of failing on a ping.
+	if out, err := osexec.Command("nft", "list", "table", "inet", "weave-npc").CombinedOutput(); err == nil {
+		t.Fatalf("the root namespace has nft table inet weave-npc (%d bytes of rules), which filters bridge weave; not touching it", len(out))
 	}
 	for _, s := range []string{"/run/docker/plugins/weave.sock", "/run/docker/plugins/weavemesh.sock"} {
 		if c, err := net.Dial("unix", s); err == nil {

@@ -25,8 +25,8 @@ import (
 func TestDockerPlugin(t *testing.T) {
 	d := newDockerHost(t)
 	d.forceForwardDrop()
-	d.launch()
 	h1 := d.tp.Host(1)
+	d.launch(h1.IP)
 	if _, err := d.tp.StartRouter(h1, "--no-fastdp", rootIP); err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +34,7 @@ func TestDockerPlugin(t *testing.T) {
 		out, err := d.tp.Weave(h1, "status", "connections")
 		return expectIn(out, err, "established")
 	})
+	d.awaitNetwork()
 	c1, c2 := d.run("c1", "weave"), d.run("c2", "weave")
 	c3 := d.tp.AddContainer(h1, "c3", "net:default")
 	c3IP := containerIP(t, c3.NS)
@@ -63,13 +64,21 @@ func (d *dockerHost) forceForwardDrop() {
 	}
 }
 
-// launch starts the root router the way a user does; the plugin comes on
-// because dockerd answers, and the network weave appears.
-func (d *dockerHost) launch() {
+// launch starts the root router the way a user does, dialling peer (its
+// IPAM consensus then needs h1, so the network comes once h1 is up); the
+// plugin comes on because dockerd answers, and the network weave appears.
+// Given no peer, liveness would advertise the first private address,
+// docker0's, which no other host reaches.
+func (d *dockerHost) launch(peer string) {
 	d.t.Helper()
-	if out, err := d.weave("launch", "--nickname", "root-"+d.tag); err != nil {
+	if out, err := d.weave("launch", "--nickname", "root-"+d.tag, peer); err != nil {
 		d.t.Fatalf("%v %s", err, out)
 	}
+}
+
+// awaitNetwork waits for the Docker network weave that the router creates.
+func (d *dockerHost) awaitNetwork() {
+	d.t.Helper()
 	netnstest.WaitFor(d.t, dockerWait, "Docker network weave (driver weavemesh)", func() error {
 		out, err := docker(d.t, "network", "inspect", "-f", "{{.Driver}} {{.IPAM.Driver}}", "weave")
 		if err == nil && out != "weavemesh weavemesh" {
@@ -190,7 +199,7 @@ func (d *dockerHost) checkRestart(c1 dockerCtr, c3NS string) {
 	if _, err := os.Stat("/run/docker/plugins/weavemesh.sock"); err != nil {
 		d.t.Fatalf("no stale socket after SIGKILL: %v", err)
 	}
-	if out, err := d.weave("launch", "--nickname", "root-"+d.tag); err != nil {
+	if out, err := d.weave("launch", "--nickname", "root-"+d.tag, d.tp.Host(1).IP); err != nil {
 		d.t.Fatalf("relaunch: %v %s", err, out)
 	}
 	if !d.owns(c1.ip) {
