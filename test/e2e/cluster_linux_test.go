@@ -24,6 +24,7 @@ type clusterOpts struct {
 	cut       [][2]int // underlay links to cut before launching
 	noLaunch  []int    // hosts whose router the test launches itself
 	fastdp    bool     // keep the VXLAN fast path (launch without --no-fastdp)
+	expectNPC bool     // launch with --expect-npc (bridge closed until weave-npc allows)
 }
 
 // cluster is a topology with one router and one container per host.
@@ -102,6 +103,9 @@ func (cl *cluster) launchArgs(i int) []string {
 	}
 	if pw != "" {
 		args = append(args, "--password", pw)
+	}
+	if cl.opts.expectNPC {
+		args = append(args, "--expect-npc")
 	}
 	if i != cl.opts.hub {
 		args = append(args, cl.host(cl.opts.hub).IP)
