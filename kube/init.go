@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/seedf75a49c6/weave/internal/cli"
@@ -19,7 +20,7 @@ const BridgeNFSysctl = "net/bridge/bridge-nf-call-iptables"
 // Init is the DaemonSet's init container: load br_netfilter (and xt_set
 // when the NetworkPolicy controller is expected), turn on
 // bridge-nf-call-iptables, and install the CNI plugins and conflist with
-// `weave setup-cni setupArgs...`.
+// `weave setup-cni --hairpin-mode=$HAIRPIN_MODE setupArgs...`.
 func Init(ctx context.Context, cfg Config, procSys string, out io.Writer, setupArgs []string) error {
 	modules := []string{"br_netfilter"}
 	if cfg.ExpectNPC {
@@ -37,7 +38,8 @@ func Init(ctx context.Context, cfg Config, procSys string, out io.Writer, setupA
 	}
 	w := cfg.Weave
 	w.Stdout, w.Stderr = out, out
-	if code := cli.Run(ctx, w, append([]string{"setup-cni"}, setupArgs...)); code != cli.ExitOK {
+	args := append([]string{"setup-cni", "--hairpin-mode=" + strconv.FormatBool(cfg.HairpinMode)}, setupArgs...)
+	if code := cli.Run(ctx, w, args); code != cli.ExitOK {
 		return fmt.Errorf("weave setup-cni %s failed (exit %d)", strings.Join(setupArgs, " "), code)
 	}
 	return nil

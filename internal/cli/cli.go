@@ -189,7 +189,7 @@ func (c *cmd) exit(err error) int {
 const usage = `Usage:
 
 weave --help | help
-      setup-cni     [--cni-bin-dir <dir>] [--cni-conf-dir <dir>] [--force]
+      setup-cni     [--cni-bin-dir <dir>] [--cni-conf-dir <dir>] [--hairpin-mode=false] [--force]
       version
 
 weave launch        [--password <pass>] [--port <port>] [--nickname <name>]

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/seedf75a49c6/weave/internal/api"
@@ -26,7 +27,8 @@ var cniBinaries = []string{"weave-net", "weave-ipam"}
 
 // weaveConflist is what setup-cni writes: cniVersion 1.0.0 (the newest
 // podman 4.3's libcni accepts), weave-net then portmap, as Weave Net
-// 2.8.1 installs it. %s is where an httpAddr member goes.
+// 2.8.1 installs it. %s is where an httpAddr member goes, %t the
+// hairpinMode (2.8.1's DaemonSet knob HAIRPIN_MODE, default true).
 const weaveConflist = `{
   "cniVersion": "1.0.0",
   "name": "weave",
@@ -34,7 +36,7 @@ const weaveConflist = `{
     {
       "name": "weave",
       "type": "weave-net",%s
-      "hairpinMode": true
+      "hairpinMode": %t
     },
     {
       "type": "portmap",
@@ -47,27 +49,35 @@ const weaveConflist = `{
 
 // conflistFor is weaveConflist, naming the router's API address when it
 // is not the default (kubelet gives plugins no WEAVE_HTTP_ADDR).
-func conflistFor(httpAddr string) string {
+func conflistFor(httpAddr string, hairpin bool) string {
 	member := ""
 	if httpAddr != "" && httpAddr != api.DefaultAddr {
 		b, _ := json.Marshal(httpAddr)
 		member = "\n      \"httpAddr\": " + string(b) + ","
 	}
-	return fmt.Sprintf(weaveConflist, member)
+	return fmt.Sprintf(weaveConflist, member, hairpin)
 }
 
 type setupCNIArgs struct {
 	binDir, confDir string
 	force           bool
+	hairpin         bool // --hairpin-mode=<bool>, default true
 }
 
 func parseSetupCNI(args []string) (setupCNIArgs, error) {
-	a := setupCNIArgs{binDir: DefaultCNIBinDir, confDir: DefaultCNIConfDir}
+	a := setupCNIArgs{binDir: DefaultCNIBinDir, confDir: DefaultCNIConfDir, hairpin: true}
 	for i := 0; i < len(args); i++ {
 		name, val, hasVal := strings.Cut(args[i], "=")
 		switch name {
 		case "--force":
 			a.force = true
+			continue
+		case "--hairpin-mode":
+			b, err := strconv.ParseBool(val)
+			if !hasVal || err != nil {
+				return a, usagef("setup-cni: --hairpin-mode=true or --hairpin-mode=false, not %q", args[i])
+			}
+			a.hairpin = b
 			continue
 		case "--cni-bin-dir", "--cni-conf-dir":
 		default:
@@ -115,7 +125,7 @@ func runSetupCNI(_ context.Context, c *cmd, args []string) error {
 	if err := checkConflistOwner(conf, a.force); err != nil {
 		return err
 	}
-	changed, err := writeFileAtomic(conf, []byte(conflistFor(c.HTTPAddr)), 0o644)
+	changed, err := writeFileAtomic(conf, []byte(conflistFor(c.HTTPAddr, a.hairpin)), 0o644)
 	if err != nil {
 		return fmt.Errorf("setup-cni: %w", err)
 	}
@@ -155,7 +165,7 @@ func checkConflistOwner(path string, force bool) error {
 // the hairpinMode and httpAddr values may differ.
 func isWeaveConflist(data []byte) bool {
 	var have, want map[string]any
-	if json.Unmarshal(data, &have) != nil || json.Unmarshal([]byte(conflistFor("")), &want) != nil {
+	if json.Unmarshal(data, &have) != nil || json.Unmarshal([]byte(conflistFor("", true)), &want) != nil {
 		return false
 	}
 	if _, ok := have["cniVersion"].(string); !ok {

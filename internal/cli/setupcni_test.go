@@ -56,7 +56,7 @@ func TestSetupCNIInstallsAndIsIdempotent(t *testing.T) {
 		}
 	}
 	data, err := os.ReadFile(e.conflist)
-	if err != nil || string(data) != conflistFor("") {
+	if err != nil || string(data) != conflistFor("", true) {
 		t.Fatalf("conflist = %q, %v", data, err)
 	}
 	if !strings.Contains(e.errOut.String(), "no portmap plugin") {
@@ -89,7 +89,7 @@ func TestSetupCNIRefusesForeignConflist(t *testing.T) {
 	if code := e.run("--force"); code != 0 {
 		t.Fatalf("--force: exit %d: %s", code, e.errOut)
 	}
-	if data, _ := os.ReadFile(e.conflist); string(data) != conflistFor("") {
+	if data, _ := os.ReadFile(e.conflist); string(data) != conflistFor("", true) {
 		t.Fatalf("--force left %q", data)
 	}
 }
@@ -107,7 +107,7 @@ func TestSetupCNIReplacesWeave281Conflist(t *testing.T) {
 	if code := e.run(); code != 0 {
 		t.Fatalf("exit %d: %s", code, e.errOut)
 	}
-	if data, _ := os.ReadFile(e.conflist); string(data) != conflistFor("") {
+	if data, _ := os.ReadFile(e.conflist); string(data) != conflistFor("", true) {
 		t.Fatalf("2.8.1 conflist not upgraded: %q", data)
 	}
 }
@@ -156,5 +156,25 @@ func TestSetupCNINamesANonDefaultRouterAddress(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(e.conflist); strings.Contains(string(data), "httpAddr") {
 		t.Fatalf("default address must not be written: %s", data)
+	}
+}
+
+// TestSetupCNIHairpinMode: --hairpin-mode=false (HAIRPIN_MODE of the
+// DaemonSet) lands in the conflist, which setup-cni still recognises as
+// its own on the next run; a bad value is a usage error.
+func TestSetupCNIHairpinMode(t *testing.T) {
+	e := newSetupCNIEnv(t)
+	if code := e.run("--hairpin-mode=false"); code != 0 {
+		t.Fatalf("setup-cni --hairpin-mode=false: exit %d: %s", code, e.errOut)
+	}
+	data, err := os.ReadFile(e.conflist)
+	if err != nil || !strings.Contains(string(data), `"hairpinMode": false`) {
+		t.Fatalf("conflist = %s, %v; want hairpinMode false", data, err)
+	}
+	if code := e.run(); code != 0 || !strings.Contains(e.out.String(), "wrote") {
+		t.Fatalf("rerun with the default: exit %d, out %q, err %q; want it to rewrite our own conflist", code, e.out.String(), e.errOut.String())
+	}
+	if code := e.run("--hairpin-mode=sometimes"); code == 0 || !strings.Contains(e.errOut.String(), "--hairpin-mode") {
+		t.Fatalf("bad value: exit %d, %s", code, e.errOut.String())
 	}
 }
