@@ -116,10 +116,17 @@ func TestControllerFollowsAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	await(t, ch, "x/w isolated again", isolated("10.32.0.7"))
+	web.Status.PodIP = "10.32.0.9" // a new IP (pod recreated under the same name)
+	if _, err := client.CoreV1().Pods("x").UpdateStatus(ctx, web, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	await(t, ch, "x/w isolated under its new IP only", func(m *npc.Model) bool {
+		return setHas(m, npc.SetIngressIsolated, "10.32.0.9") && !setHas(m, npc.SetIngressIsolated, "10.32.0.7")
+	})
 	if err := client.NetworkingV1().NetworkPolicies("x").Delete(ctx, "deny", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	await(t, ch, "policy deleted: x/w open", func(m *npc.Model) bool { return !setHas(m, npc.SetIngressIsolated, "10.32.0.7") })
+	await(t, ch, "policy deleted: x/w open", func(m *npc.Model) bool { return !setHas(m, npc.SetIngressIsolated, "10.32.0.9") })
 }
 
 func setHas(m *npc.Model, set, ip string) bool {

@@ -202,6 +202,19 @@ func yEgressPolicy() *networkingv1.NetworkPolicy {
 			}}}}
 }
 
+// yEgressNamedPolicy: y/a may open connections only to pods of namespace x,
+// on their named port "web".
+func yEgressNamedPolicy() *networkingv1.NetworkPolicy {
+	tcp, web := corev1.ProtocolTCP, intstr.FromString("web")
+	return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "y", Name: "egress-named"},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"pod": "a"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+			Egress: []networkingv1.NetworkPolicyEgressRule{{
+				To:    []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"ns": "x"}}}},
+				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &web}},
+			}}}}
+}
+
 var metricsAddrRE = regexp.MustCompile(`msg="serving metrics" addr=(\S+)`)
 
 // checkBlockedMetric reads weave-npc's /metrics: the denied probes were
