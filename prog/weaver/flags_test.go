@@ -181,3 +181,16 @@ func TestBadIPTablesBackendRefused(t *testing.T) {
 		t.Fatalf("err = %v, want a usage error naming IPTABLES_BACKEND", err)
 	}
 }
+
+// --expect-npc, which 2.8.1's DaemonSet always passes, turns the NPC guard on.
+func TestParseFlagsExpectNPC(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{{nil, false}, {[]string{"--expect-npc"}, true}, {[]string{"--expect-npc=false"}, false}} {
+		cfg, _, err := parseFlags(tc.args, io.Discard, env(nil))
+		if err != nil || cfg.ExpectNPC != tc.want {
+			t.Errorf("parseFlags(%q): ExpectNPC=%v err=%v, want %v", tc.args, cfg.ExpectNPC, err, tc.want)
+		}
+	}
+}
