@@ -7,10 +7,10 @@ SHELL       := /bin/bash
 GO        ?= go
 FUZZTIME  ?= 10s
 TESTFLAGS ?=
-SCRIPTS   := weave test/deps.sh test/k8s/bins.sh test/demo.sh test/bench.sh .ci/run mesh/patches/apply.sh
+SCRIPTS   := weave test/deps.sh test/k8s/bins.sh test/demo.sh test/bench.sh test/scale.sh .ci/run mesh/patches/apply.sh
 
 .DEFAULT_GOAL := help
-.PHONY: help build deps test test-unit e2e fuzz demo bench lint tidy-check clean mesh-patch k8s-bins
+.PHONY: help build deps test test-unit e2e fuzz demo bench bench-scale lint tidy-check clean mesh-patch k8s-bins
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -72,8 +72,12 @@ fuzz: mesh-patch ## run every Fuzz target for FUZZTIME (default 10s) each
 demo: deps build ## three namespace hosts, encrypted, one link cut, pings and status (root)
 	sh test/demo.sh
 
-bench: deps build ## one table: direct veth, raw VXLAN, fastdp, sleeve plain/encrypted, wireguard-go; then go benchmarks (root)
+bench: deps build ## one table: direct veth, raw VXLAN, fastdp, sleeve plain/encrypted, wireguard-go; then go benchmarks (root); then the 200/500-router simulation
 	bash test/bench.sh
+	bash test/scale.sh
+
+bench-scale: ## only the 200/500-router simulation (mesh, IPAM, liveness): convergence, gossip bytes, memory (SIZES=, WINDOW=, PROFILE=dir)
+	bash test/scale.sh
 
 lint: mesh-patch ## gofmt, go vet, sh -n and shellcheck on the scripts, then go mod tidy -diff
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

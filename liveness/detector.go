@@ -17,6 +17,7 @@ import (
 type Detector struct {
 	cfg  Config
 	ml   *memberlist.Memberlist
+	tr   *countingTransport
 	wake chan struct{}
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -70,7 +71,12 @@ func New(cfg Config) (*Detector, error) {
 		return nil, err
 	}
 	mc.TCPTimeout = 5 * time.Second
+	if d.tr, err = newCountingTransport(&d.cfg); err != nil {
+		return nil, fmt.Errorf("start liveness: %w", err)
+	}
+	mc.Transport = d.tr
 	if d.ml, err = memberlist.Create(mc); err != nil {
+		_ = d.tr.Shutdown()
 		return nil, fmt.Errorf("start liveness on %s: %w", net.JoinHostPort(cfg.BindAddr, strconv.Itoa(cfg.Port)), err)
 	}
 	d.wg.Add(2)
@@ -96,6 +102,10 @@ func (d *Detector) Close() error {
 
 // Name returns our peer name.
 func (d *Detector) Name() string { return d.cfg.Name }
+
+// PacketBytesSent is how many bytes of UDP packets (probes, acks,
+// gossip) we have sent.
+func (d *Detector) PacketBytesSent() uint64 { return d.tr.sent.Load() }
 
 // Port returns the port we listen on and join seeds at.
 func (d *Detector) Port() int { return d.cfg.Port }
@@ -184,4 +194,18 @@ func (d *Detector) Await(ctx context.Context, peer string, s State) error {
 			return fmt.Errorf("await %s %s (is %s): %w", peer, s, cur, ctx.Err())
 		}
 	}
+}
+
+// Kill stops without leaving the cluster: to the others we vanish, as a
+// SIGKILLed router does (tests and simulations). Idempotent with Close.
+func (d *Detector) Kill() error {
+	var err error
+	d.once.Do(func() {
+		close(d.stop)
+		d.wg.Wait()
+		if e := d.ml.Shutdown(); e != nil {
+			err = fmt.Errorf("stop liveness: %w", e)
+		}
+	})
+	return err
 }

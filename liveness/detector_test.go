@@ -94,11 +94,9 @@ func (c *cluster) start(i int) {
 // kill stops detector i without leaving: to the others it just vanishes,
 // as a SIGKILLed router does.
 func (c *cluster) kill(i int) {
-	if err := c.ds[i].ml.Shutdown(); err != nil {
-		c.t.Fatalf("shut down %d: %v", i, err)
+	if err := c.ds[i].Kill(); err != nil {
+		c.t.Fatalf("kill %d: %v", i, err)
 	}
-	close(c.ds[i].stop)
-	c.ds[i].wg.Wait()
 	c.ds[i] = nil
 }
 

@@ -1,8 +1,15 @@
 package liveness
 
 import (
+	"math/rand/v2"
 	"time"
 )
+
+// joinsPerRound bounds the seeds contacted per JoinInterval. One join is
+// a full state exchange with that peer; memberlist's gossip then spreads
+// the others, so joining every seed one by one would cost n push/pulls
+// per peer for nothing.
+const joinsPerRound = 3
 
 // try is the retry schedule of one seed we could not join.
 type try struct {
@@ -25,11 +32,17 @@ func (d *Detector) joinLoop() {
 	}
 }
 
-// joinSeeds joins every seed that is not alive or suspect to us and whose
-// backoff has passed. A peer without liveness (Weave 2.8.1, or ours with
+// joinSeeds joins up to joinsPerRound seeds, in random order, that are not
+// alive or suspect to us and whose backoff has passed. A peer without liveness (Weave 2.8.1, or ours with
 // --no-liveness) refuses, and is retried ever more rarely.
 func (d *Detector) joinSeeds(tries map[string]*try, now time.Time) {
-	for _, s := range d.cfg.Seeds() {
+	seeds := d.cfg.Seeds()
+	rand.Shuffle(len(seeds), func(i, j int) { seeds[i], seeds[j] = seeds[j], seeds[i] })
+	joins := 0
+	for _, s := range seeds {
+		if joins == joinsPerRound {
+			return
+		}
 		if s.Name == d.cfg.Name || s.Host == "" {
 			continue
 		}
@@ -46,6 +59,7 @@ func (d *Detector) joinSeeds(tries map[string]*try, now time.Time) {
 			return
 		default:
 		}
+		joins++
 		if _, err := d.Join(s.Host); err != nil {
 			tries[s.Name] = d.backoff(tr, now)
 			d.cfg.Logger.Debug("cannot join liveness peer", "component", "liveness", "peer", s.Name, "err", err)

@@ -5,11 +5,14 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/weaveworks/mesh"
 
+	"github.com/seedf75a49c6/weave/ipam"
+	"github.com/seedf75a49c6/weave/liveness"
 	"github.com/seedf75a49c6/weave/router"
 )
 
@@ -22,6 +25,25 @@ type Options struct {
 	// PeerDiscovery lets peers dial peers they learn about from gossip;
 	// default false, so the topology is exactly what Connect builds.
 	PeerDiscovery bool
+	// Loopback gives every peer its own address 127.A.x.y (a random
+	// 127.A block per Sim) and all of them one shared port, as real hosts
+	// have. Needed with PeerDiscovery: mesh dials a peer it learns about
+	// at the peer's IP and its *own* port. Default: 127.0.0.1 and a port
+	// per peer.
+	Loopback  bool
+	ConnLimit int // mesh connection limit per peer; default 64
+	// Liveness starts a liveness detector per peer (needs Loopback),
+	// joined through mesh's known peers as in the daemon.
+	Liveness       bool
+	LivenessTiming liveness.Timing
+	// IPAM starts an allocator per peer on gossip channel "IPallocation",
+	// creating the ring by consensus over all n peers.
+	IPAM bool
+	// ReclaimAfter, with Liveness and IPAM, runs a reclaimer per peer
+	// (--ipalloc-reclaim-after), checked every ReclaimAfter/4.
+	ReclaimAfter time.Duration
+	// GossipInterval is mesh's gossip interval; default mesh's 30 s.
+	GossipInterval time.Duration
 }
 
 // Peer is one simulated weave peer.
@@ -33,6 +55,12 @@ type Peer struct {
 	Router   *router.NetworkRouter
 	Overlay  *FakeOverlay
 	Injector *Injector
+	IP       string             // its own address
+	Live     *liveness.Detector // with Options.Liveness
+	IPAM     *ipam.Allocator    // with Options.IPAM
+	stop     chan struct{}      // stops the reclaimer
+	stopOnce sync.Once
+	killed   bool
 }
 
 // Sim is a set of peers sharing one Network.
@@ -41,6 +69,10 @@ type Sim struct {
 	Net   *Network
 	opts  Options
 	links map[link]bool // links requested with Connect
+	n     int           // peers requested
+	base  [2]byte       // Loopback: 127.base[0].base[1]... block
+	port  int           // Loopback: the shared mesh port
+	lport int           // Liveness: the shared liveness port
 }
 
 // PeerName returns the deterministic name of peer i: aa:00:00:00:00:<i+1>.
@@ -61,7 +93,10 @@ func New(tb testing.TB, n int, opts Options) *Sim {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 15 * time.Second
 	}
-	s := &Sim{Net: NewNetwork(), opts: opts, links: make(map[link]bool)}
+	s := &Sim{Net: NewNetwork(), opts: opts, links: make(map[link]bool), n: n}
+	if err := s.pickAddresses(); err != nil {
+		tb.Fatal(err)
+	}
 	for i := range n {
 		p, err := s.startPeer(i)
 		if err != nil {
@@ -74,7 +109,7 @@ func New(tb testing.TB, n int, opts Options) *Sim {
 }
 
 func (s *Sim) startPeer(i int) (*Peer, error) {
-	port, err := freePort()
+	ip, port, err := s.address(i)
 	if err != nil {
 		return nil, err
 	}
@@ -85,23 +120,51 @@ func (s *Sim) startPeer(i int) (*Peer, error) {
 	cfg.Logger = log
 	ov := NewFakeOverlay(s.opts.OverlayName, name, s.Net)
 	nr := router.NewNetworkRouter(cfg, ov)
-	m, err := mesh.NewRouter(mesh.Config{
-		Host: "127.0.0.1", Port: port, ConnLimit: 64, ProtocolMinVersion: mesh.ProtocolMaxVersion,
-		PeerDiscovery: s.opts.PeerDiscovery, TrustedSubnets: []*net.IPNet{},
-	}, name, nick, nr.MeshOverlay(), meshLogger{log})
+	m, err := mesh.NewRouter(s.meshConfig(ip, port), name, nick, nr.MeshOverlay(), meshLogger{log})
 	if err != nil {
 		return nil, fmt.Errorf("create mesh router %s: %w", name, err)
 	}
-	inj := &Injector{}
-	nr.Start(m, inj)
+	p := &Peer{Name: name, NickName: nick, Addr: net.JoinHostPort(ip, strconv.Itoa(port)), IP: ip,
+		Mesh: m, Router: nr, Overlay: ov, Injector: &Injector{}, stop: make(chan struct{})}
+	if err := s.startIPAM(p, log); err != nil {
+		return nil, err
+	}
+	nr.Start(m, p.Injector)
 	s.Net.Attach(name, nr, ov)
 	m.Start()
-	return &Peer{Name: name, NickName: nick, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		Mesh: m, Router: nr, Overlay: ov, Injector: inj}, nil
+	if err := s.startLiveness(p, log); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func (s *Sim) meshConfig(ip string, port int) mesh.Config {
+	limit := s.opts.ConnLimit
+	if limit == 0 {
+		limit = 64
+	}
+	mc := mesh.Config{
+		Host: ip, Port: port, ConnLimit: limit, ProtocolMinVersion: mesh.ProtocolMaxVersion,
+		PeerDiscovery: s.opts.PeerDiscovery, TrustedSubnets: []*net.IPNet{},
+	}
+	if s.opts.GossipInterval > 0 {
+		gi := s.opts.GossipInterval
+		mc.GossipInterval = &gi
+	}
+	return mc
+}
+
+// address returns peer i's IP and mesh port.
+func (s *Sim) address(i int) (string, int, error) {
+	if !s.opts.Loopback {
+		port, err := freePort("127.0.0.1")
+		return "127.0.0.1", port, err
+	}
+	return s.loopbackIP(i), s.port, nil
+}
+
+func freePort(host string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return 0, fmt.Errorf("find free port: %w", err)
 	}
@@ -200,10 +263,17 @@ func (s *Sim) convergenceProblem() string {
 // Stop stops every peer's router and overlay. Idempotent. (The mesh
 // library cannot close its listener; those goroutines outlive the Sim.)
 func (s *Sim) Stop() {
+	var wg sync.WaitGroup
 	for _, p := range s.Peers {
-		p.Router.Stop()
-		_ = p.Mesh.Stop()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.stopExtras(p, false) // no graceful leave: everyone stops anyway
+			p.Router.Stop()
+			_ = p.Mesh.Stop()
+		}()
 	}
+	wg.Wait()
 }
 
 // meshLogger adapts slog to mesh.Logger.

@@ -1,0 +1,182 @@
+package meshsim
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"time"
+
+	"github.com/weaveworks/mesh"
+
+	"github.com/seedf75a49c6/weave/ipam"
+	"github.com/seedf75a49c6/weave/liveness"
+)
+
+// pickAddresses chooses the Loopback block and the shared ports.
+func (s *Sim) pickAddresses() error {
+	if s.opts.Liveness && !s.opts.Loopback {
+		return fmt.Errorf("meshsim: Liveness needs Loopback (one port for every peer)")
+	}
+	if !s.opts.Loopback {
+		return nil
+	}
+	s.base = [2]byte{byte(20 + rand.IntN(200)), byte(rand.IntN(200))}
+	var err error
+	if s.port, err = freePort(s.loopbackIP(0)); err != nil {
+		return err
+	}
+	if s.opts.Liveness {
+		s.lport, err = freeUDPPort(s.loopbackIP(0))
+	}
+	return err
+}
+
+// loopbackIP is peer i's address: 127.A.B.1 onwards, 250 per /24.
+func (s *Sim) loopbackIP(i int) string {
+	k := i + 1
+	third := int(s.base[1]) + k/250
+	return fmt.Sprintf("127.%d.%d.%d", s.base[0], third, k%250+1)
+}
+
+func freeUDPPort(host string) (int, error) {
+	l, err := net.ListenPacket("udp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("find free UDP port: %w", err)
+	}
+	defer l.Close()
+	return l.LocalAddr().(*net.UDPAddr).Port, nil
+}
+
+func (s *Sim) startIPAM(p *Peer, log *slog.Logger) error {
+	if !s.opts.IPAM {
+		return nil
+	}
+	peers := p.Mesh.Peers
+	a, err := ipam.New(ipam.Config{
+		OurName: p.Name, OurUID: p.Mesh.Ourself.UID, OurNickname: p.NickName,
+		Init:         ipam.Init{Mode: ipam.InitConsensus, Quorum: uint(s.n/2 + 1)},
+		IsKnownPeer:  func(q mesh.PeerName) bool { return peers.Fetch(q) != nil },
+		TickInterval: time.Second, Logger: log.With("component", "ipam"),
+	})
+	if err != nil {
+		return fmt.Errorf("start IPAM of %s: %w", p.NickName, err)
+	}
+	g, err := p.Mesh.NewGossip("IPallocation", a.Gossiper())
+	if err != nil {
+		return fmt.Errorf("IPAM gossip of %s: %w", p.NickName, err)
+	}
+	a.SetGossip(g)
+	a.Start()
+	p.IPAM = a
+	return nil
+}
+
+func (s *Sim) startLiveness(p *Peer, log *slog.Logger) error {
+	if !s.opts.Liveness {
+		return nil
+	}
+	d, err := liveness.New(liveness.Config{
+		Name: p.Name.String(), BindAddr: p.IP, AdvertiseAddr: p.IP, Port: s.lport,
+		Logger: log, Timing: s.opts.LivenessTiming, Seeds: liveness.MeshSeeds(p.Mesh),
+		OnChange: func(c liveness.Change) {
+			if n, err := mesh.PeerNameFromString(c.Peer); err == nil && c.To != liveness.Suspect {
+				p.Router.SetPeerDead(n, c.To == liveness.Dead)
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("start liveness of %s: %w", p.NickName, err)
+	}
+	p.Live = d
+	if s.opts.IPAM && s.opts.ReclaimAfter > 0 {
+		go s.reclaimLoop(p)
+	}
+	return nil
+}
+
+func (s *Sim) reclaimLoop(p *Peer) {
+	r := liveness.NewReclaimer(liveness.ReclaimConfig{
+		After: s.opts.ReclaimAfter, Us: p.Name.String(),
+		Holders: func() []string {
+			var out []string
+			for _, e := range p.IPAM.Status().Entries {
+				out = append(out, e.Peer)
+			}
+			return out
+		},
+		MeshKnows: func(q string) bool {
+			n, err := mesh.PeerNameFromString(q)
+			return err == nil && p.Mesh.Peers.Fetch(n) != nil
+		},
+		Takeover: func(q string) error { _, err := p.IPAM.AdminTakeoverRanges(q); return err },
+	}, p.Live)
+	t := time.NewTicker(s.opts.ReclaimAfter / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case now := <-t.C:
+			r.Tick(now)
+		}
+	}
+}
+
+// stopExtras stops a peer's liveness (leaving gracefully or not) and
+// IPAM. Idempotent.
+func (s *Sim) stopExtras(p *Peer, graceful bool) {
+	p.stopOnce.Do(func() { close(p.stop) })
+	if p.Live != nil {
+		if graceful {
+			_ = p.Live.Close()
+		} else {
+			_ = p.Live.Kill()
+		}
+	}
+	if p.IPAM != nil {
+		p.IPAM.Stop()
+	}
+}
+
+// Kill makes peer i vanish as a SIGKILLed router does: its liveness stops
+// without leaving, its IPAM stops, and every link to it is cut, so its
+// mesh connections fail and never establish again.
+func (s *Sim) Kill(i int) {
+	p := s.Peers[i]
+	p.killed = true
+	s.stopExtras(p, false)
+	for j, q := range s.Peers {
+		if j != i {
+			delete(s.links, mkLink(p.Name, q.Name))
+			s.Net.Cut(p.Name, q.Name)
+		}
+	}
+}
+
+// Alive returns the peers not killed.
+func (s *Sim) Alive() []*Peer {
+	var out []*Peer
+	for _, p := range s.Peers {
+		if !p.killed {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// PrimeIPAM asks every live peer's allocator to establish the ring (it is
+// created by consensus) and returns once all have it or ctx ends.
+func (s *Sim) PrimeIPAM(ctx context.Context) error {
+	errs := make(chan error, len(s.Peers))
+	for _, p := range s.Alive() {
+		go func() { errs <- p.IPAM.Prime(ctx) }()
+	}
+	for range s.Alive() {
+		if err := <-errs; err != nil {
+			return fmt.Errorf("prime IPAM: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package meshsim
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seedf75a49c6/weave/liveness"
+)
+
+// Await polls cond (which names what is still missing, or returns "")
+// every 100 ms until it holds or ctx ends, and returns how long it took.
+// mesh offers no convergence event, so polling is the only way.
+func Await(ctx context.Context, what string, cond func() string) (time.Duration, error) {
+	start := time.Now()
+	for {
+		problem := cond()
+		if problem == "" {
+			return time.Since(start), nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Since(start), fmt.Errorf("%s not reached after %v: %s", what, time.Since(start).Round(time.Millisecond), problem)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// TopologyProblem is "" when every live peer has a route to every other
+// live peer and none to a killed one.
+func (s *Sim) TopologyProblem() string {
+	alive := s.Alive()
+	for _, p := range alive {
+		for _, q := range s.Peers {
+			if q == p {
+				continue
+			}
+			if _, has := p.Mesh.Routes.Unicast(q.Name); has == q.killed {
+				return fmt.Sprintf("peer %s route to %s (killed %v): %v", p.NickName, q.NickName, q.killed, has)
+			}
+		}
+	}
+	return ""
+}
+
+// LivenessProblem is "" when every live peer sees every other live peer
+// alive and every killed peer dead.
+func (s *Sim) LivenessProblem() string {
+	first, wrong := "", 0
+	for _, p := range s.Alive() {
+		for _, q := range s.Peers {
+			if q == p {
+				continue
+			}
+			want := liveness.Alive
+			if q.killed {
+				want = liveness.Dead
+			}
+			if got := p.Live.Get(q.Name.String()).State; got != want {
+				if wrong++; first == "" {
+					first = fmt.Sprintf("peer %s sees %s %s, want %s", p.NickName, q.NickName, got, want)
+				}
+			}
+		}
+	}
+	if wrong == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d wrong views, e.g. %s", wrong, first)
+}
+
+// RingProblem is "" when every live peer has the same non-empty IPAM
+// ring and no killed peer holds tokens in it.
+func (s *Sim) RingProblem() string {
+	var first string
+	for k, p := range s.Alive() {
+		ring := ringKey(p)
+		if ring == "" {
+			return fmt.Sprintf("peer %s has no ring", p.NickName)
+		}
+		if k == 0 {
+			first = ring
+		} else if ring != first {
+			return fmt.Sprintf("peer %s's ring differs from the first live peer's", p.NickName)
+		}
+	}
+	for _, q := range s.Peers {
+		if q.killed && strings.Contains(first, q.Name.String()) {
+			return fmt.Sprintf("killed peer %s still holds tokens", q.NickName)
+		}
+	}
+	return ""
+}
+
+func ringKey(p *Peer) string {
+	var parts []string
+	for _, e := range p.IPAM.Status().Entries {
+		parts = append(parts, fmt.Sprintf("%s/%d=%s", e.Token, e.Size, e.Peer))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
+// bytesAcked matches ss -i's per-socket count of bytes sent and acked.
+var bytesAcked = regexp.MustCompile(`bytes_acked:(\d+)`)
+
+// TCPBytesSent sums, over every established TCP socket of the Loopback
+// block, the bytes it sent (ss -ti bytes_acked): mesh's topology and IPAM
+// gossip plus liveness push/pull. Sockets closed meanwhile are not
+// counted, so measure over a steady window. Needs ss (iproute2).
+func (s *Sim) TCPBytesSent() (uint64, error) {
+	if !s.opts.Loopback {
+		return 0, fmt.Errorf("meshsim: TCPBytesSent needs Loopback")
+	}
+	block := fmt.Sprintf("127.%d.0.0/16", s.base[0])
+	out, err := exec.Command("ss", "-tinH", "state", "established", "src", block).Output()
+	if err != nil {
+		return 0, fmt.Errorf("ss: %w", err)
+	}
+	var total uint64
+	for _, m := range bytesAcked.FindAllStringSubmatch(string(out), -1) {
+		n, _ := strconv.ParseUint(m[1], 10, 64)
+		total += n
+	}
+	return total, nil
+}
+
+// LivenessPacketBytes sums the UDP bytes every live peer's detector sent.
+func (s *Sim) LivenessPacketBytes() uint64 {
+	var total uint64
+	for _, p := range s.Alive() {
+		if p.Live != nil {
+			total += p.Live.PacketBytesSent()
+		}
+	}
+	return total
+}
+
+// HeapInuse returns the process's live heap after a GC.
+func HeapInuse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
