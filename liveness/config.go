@@ -96,7 +96,7 @@ func (c *Config) memberlistConfig(d *Detector) (*memberlist.Config, error) {
 	t := c.Timing
 	mc.ProbeInterval, mc.ProbeTimeout = t.ProbeInterval, t.ProbeTimeout
 	mc.SuspicionMult, mc.GossipInterval = t.SuspicionMult, t.GossipInterval
-	mc.Events, mc.Ping = events{d}, events{d}
+	mc.Events, mc.Ping, mc.Alive = events{d}, events{d}, events{d}
 	mc.Logger = newStdLogger(c.Logger, d.markSuspect)
 	if len(c.Password) > 0 {
 		mc.SecretKey = DeriveKey(c.Password)

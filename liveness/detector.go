@@ -50,6 +50,25 @@ func (e events) NotifyPingComplete(n *memberlist.Node, _ time.Duration, _ []byte
 	}
 }
 
+// NotifyAlive implements memberlist.AliveDelegate: an alive message about
+// a peer we suspect, arriving two probe intervals after we began to, is
+// taken as its refutation (memberlist does not tell us the incarnation;
+// earlier ones may still be retransmissions of the old alive message).
+func (e events) NotifyAlive(n *memberlist.Node) error {
+	d := e.d
+	d.mu.Lock()
+	at, ok := d.suspects[n.Name]
+	refuted := ok && time.Since(at) > 2*d.cfg.Timing.ProbeInterval
+	if refuted {
+		delete(d.suspects, n.Name)
+	}
+	d.mu.Unlock()
+	if refuted {
+		d.poke()
+	}
+	return nil
+}
+
 // markSuspect records that our prober got no ack from peer.
 func (d *Detector) markSuspect(peer string) {
 	d.mu.Lock()

@@ -13,4 +13,11 @@
 //	s.Peers[0].Router.HandleCaptured(frame)
 //	// inspect s.Net.Deliveries(), s.Peers[2].Injector.Frames()
 //	s.Cut(1, 2); s.AwaitConverged(t)
+//
+// For scale and failure runs, Options.Loopback gives every peer its own
+// address 127.A.x.y with one shared port (so mesh's peer discovery works),
+// and Options.Liveness / IPAM / ReclaimAfter add a liveness detector, an
+// IPAM allocator and a reclaimer per peer; Kill makes a peer vanish, and
+// TopologyProblem, LivenessProblem and RingProblem with Await measure
+// convergence (scale_test.go, test/scale.sh).
 package meshsim

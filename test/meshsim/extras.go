@@ -56,7 +56,7 @@ func (s *Sim) startIPAM(p *Peer, log *slog.Logger) error {
 	peers := p.Mesh.Peers
 	a, err := ipam.New(ipam.Config{
 		OurName: p.Name, OurUID: p.Mesh.Ourself.UID, OurNickname: p.NickName,
-		Init:         ipam.Init{Mode: ipam.InitConsensus, Quorum: uint(s.n/2 + 1)},
+		Init:         s.ipamInit(),
 		IsKnownPeer:  func(q mesh.PeerName) bool { return peers.Fetch(q) != nil },
 		TickInterval: time.Second, Logger: log.With("component", "ipam"),
 	})
@@ -71,6 +71,18 @@ func (s *Sim) startIPAM(p *Peer, log *slog.Logger) error {
 	a.Start()
 	p.IPAM = a
 	return nil
+}
+
+// ipamInit seeds the ring with the first min(n, 5) peers (--ipalloc-init
+// seed=...): Paxos among hundreds of peers over mesh gossip does not
+// finish within the consensus timeout, and Weave's own advice for big
+// clusters is seeding.
+func (s *Sim) ipamInit() ipam.Init {
+	var seeds []mesh.PeerName
+	for i := range min(s.n, 5) {
+		seeds = append(seeds, PeerName(i))
+	}
+	return ipam.Init{Mode: ipam.InitSeed, Seeds: seeds}
 }
 
 func (s *Sim) startLiveness(p *Peer, log *slog.Logger) error {
@@ -166,17 +178,12 @@ func (s *Sim) Alive() []*Peer {
 	return out
 }
 
-// PrimeIPAM asks every live peer's allocator to establish the ring (it is
-// created by consensus) and returns once all have it or ctx ends.
-func (s *Sim) PrimeIPAM(ctx context.Context) error {
-	errs := make(chan error, len(s.Peers))
-	for _, p := range s.Alive() {
-		go func() { errs <- p.IPAM.Prime(ctx) }()
-	}
-	for range s.Alive() {
-		if err := <-errs; err != nil {
-			return fmt.Errorf("prime IPAM: %w", err)
-		}
+// PrimeIPAM asks peer i's allocator to establish the ring, as the first
+// `weave attach` of a cold cluster does; the ring reaches everyone by
+// gossip.
+func (s *Sim) PrimeIPAM(ctx context.Context, i int) error {
+	if err := s.Peers[i].IPAM.Prime(ctx); err != nil {
+		return fmt.Errorf("prime IPAM on %s: %w", s.Peers[i].NickName, err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package meshsim_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -30,12 +31,18 @@ func TestKilledPeerDeadEverywhereAndUnrouted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, p := range s.Peers[1:] {
-		if _, direct := s.Peers[0].Mesh.Routes.Unicast(p.Name); !direct {
-			t.Fatalf("no route p0 -> %s", p.NickName)
+	// Discovery fills the chain in: p0 comes to reach everyone directly.
+	if _, err := meshsim.Await(ctx, "full mesh from a chain", func() string {
+		for _, p := range s.Peers[1:] {
+			if hop, _ := s.Peers[0].Mesh.Routes.Unicast(p.Name); hop != p.Name {
+				return fmt.Sprintf("p0 reaches %s via %s", p.NickName, hop)
+			}
 		}
+		return ""
+	}); err != nil {
+		t.Fatal(err)
 	}
-	if err := s.PrimeIPAM(ctx); err != nil {
+	if err := s.PrimeIPAM(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := meshsim.Await(ctx, "IPAM ring", s.RingProblem); err != nil {
@@ -52,11 +59,16 @@ func TestKilledPeerDeadEverywhereAndUnrouted(t *testing.T) {
 		}
 		t.Logf("%s: %v", c.what, d.Round(time.Millisecond))
 	}
+	requireDeadEverywhere(t, s, 3)
+}
+
+func requireDeadEverywhere(t *testing.T, s *meshsim.Sim, k int) {
+	t.Helper()
 	for _, p := range s.Alive() {
-		if !p.Router.PeerDead(s.Peers[3].Name) {
+		if !p.Router.PeerDead(s.Peers[k].Name) {
 			t.Errorf("%s's router still sends to the killed peer", p.NickName)
 		}
-		if st := p.Live.Get(s.Peers[3].Name.String()); st.State != liveness.Dead {
+		if st := p.Live.Get(s.Peers[k].Name.String()); st.State != liveness.Dead {
 			t.Errorf("%s sees the killed peer %v", p.NickName, st.State)
 		}
 	}

@@ -50,7 +50,8 @@ func (s *Sim) TopologyProblem() string {
 }
 
 // LivenessProblem is "" when every live peer sees every other live peer
-// alive and every killed peer dead.
+// alive (or suspect: a suspicion is not a verdict) and every killed peer
+// dead.
 func (s *Sim) LivenessProblem() string {
 	first, wrong := "", 0
 	for _, p := range s.Alive() {
@@ -62,7 +63,11 @@ func (s *Sim) LivenessProblem() string {
 			if q.killed {
 				want = liveness.Dead
 			}
-			if got := p.Live.Get(q.Name.String()).State; got != want {
+			got := p.Live.Get(q.Name.String()).State
+			if got == liveness.Suspect && want == liveness.Alive {
+				got = liveness.Alive
+			}
+			if got != want {
 				if wrong++; first == "" {
 					first = fmt.Sprintf("peer %s sees %s %s, want %s", p.NickName, q.NickName, got, want)
 				}

@@ -46,17 +46,22 @@ func TestScaleBench(t *testing.T) {
 const reclaimAfter = 3 * time.Second
 
 // scaleConnLimit caps each simulated router's mesh connections (the
-// daemon's default is 200): with discovery every peer dials every peer it
-// learns about, so up to 50 peers form a full mesh and bigger sims have
-// peers beyond the limit reached over several hops. A lower limit was
-// slower: refused connections churn the topology.
+// daemon's default is 200). With discovery every peer dials every peer it
+// learns about, and mesh gossips its whole topology (every peer with all
+// its connections) on each change to each neighbour: a full mesh of n
+// costs O(n^3) encoding, which in one process starves everything else
+// (see docs/performance.md). A limit far below n is worse: a new peer's
+// only link may be refused by a full neighbour, leaving it cut off until
+// someone with a free slot dials it. Up to 64 peers form a full mesh.
 const scaleConnLimit = 64
 
-// scaleTiming is memberlist's own LAN timing (1 s probes, suspicion x4),
-// not the daemon's faster default: hundreds of detectors share one
-// process and, on a loaded machine, a core or two, so their probes are
-// answered late; the faster timing would report starvation as deaths.
-var scaleTiming = liveness.Timing{ProbeInterval: time.Second, ProbeTimeout: 500 * time.Millisecond, SuspicionMult: 4}
+// scaleTiming is memberlist's WAN probe timing (5 s, 3 s timeout), far
+// slower than the daemon's default (400 ms probes, suspicion x3): dozens to
+// hundreds of
+// detectors share one process and, on a loaded machine, a fraction of a
+// core, so their probes are answered late; faster timing reports that
+// starvation as deaths.
+var scaleTiming = liveness.Timing{ProbeInterval: 5 * time.Second, ProbeTimeout: 3 * time.Second, SuspicionMult: 4}
 
 type scaleFigures struct {
 	n                             int
@@ -67,6 +72,9 @@ type scaleFigures struct {
 }
 
 func runScale(t *testing.T, n int, window, limit time.Duration) {
+	if l, err := time.ParseDuration(os.Getenv("MESHSIM_LIMIT")); err == nil {
+		limit = l
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	f := scaleFigures{n: n}
@@ -81,7 +89,7 @@ func runScale(t *testing.T, n int, window, limit time.Duration) {
 	}
 	f.coldTopo = since(t, ctx, start, "cold topology", s.TopologyProblem)
 	f.coldLive = since(t, ctx, start, "cold liveness", s.LivenessProblem)
-	if err := s.PrimeIPAM(ctx); err != nil {
+	if err := s.PrimeIPAM(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
 	f.coldRing = since(t, ctx, start, "cold IPAM ring", s.RingProblem)
