@@ -73,16 +73,20 @@ func (s *Sim) startIPAM(p *Peer, log *slog.Logger) error {
 	return nil
 }
 
-// ipamInit seeds the ring with the first min(n, 5) peers (--ipalloc-init
-// seed=...): Paxos among hundreds of peers over mesh gossip does not
-// finish within the consensus timeout, and Weave's own advice for big
-// clusters is seeding.
+// ipamInit seeds the ring with peer 0 (--ipalloc-init seed=p0): Paxos
+// among dozens of peers over mesh gossip did not finish within the
+// consensus timeout here. Other peers get space by allocating (Allocate).
 func (s *Sim) ipamInit() ipam.Init {
-	var seeds []mesh.PeerName
-	for i := range min(s.n, 5) {
-		seeds = append(seeds, PeerName(i))
+	return ipam.Init{Mode: ipam.InitSeed, Seeds: []mesh.PeerName{PeerName(0)}}
+}
+
+// Allocate allocates one address for ident on peer i (in the default
+// universe), which makes i a token holder if it had no space.
+func (s *Sim) Allocate(ctx context.Context, i int, ident string) error {
+	if _, err := s.Peers[i].IPAM.Allocate(ctx, ident, ipam.DefaultUniverse); err != nil {
+		return fmt.Errorf("allocate %s on %s: %w", ident, s.Peers[i].NickName, err)
 	}
-	return ipam.Init{Mode: ipam.InitSeed, Seeds: seeds}
+	return nil
 }
 
 func (s *Sim) startLiveness(p *Peer, log *slog.Logger) error {

@@ -45,6 +45,11 @@ func TestKilledPeerDeadEverywhereAndUnrouted(t *testing.T) {
 	if err := s.PrimeIPAM(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
+	for i := 1; i < 5; i++ {
+		if err := s.Allocate(ctx, i, fmt.Sprintf("c%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := meshsim.Await(ctx, "IPAM ring", s.RingProblem); err != nil {
 		t.Fatal(err)
 	}

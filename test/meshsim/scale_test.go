@@ -92,6 +92,11 @@ func runScale(t *testing.T, n int, window, limit time.Duration) {
 	if err := s.PrimeIPAM(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
+	for i := 1; i < 5; i++ {
+		if err := s.Allocate(ctx, i, fmt.Sprintf("c%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	f.coldRing = since(t, ctx, start, "cold IPAM ring", s.RingProblem)
 	f.heapPerPeer = float64(meshsim.HeapInuse()-heap0) / float64(n)
 	f.meshBps, f.liveBps = gossipRates(t, s, window)

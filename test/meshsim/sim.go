@@ -37,7 +37,7 @@ type Options struct {
 	Liveness       bool
 	LivenessTiming liveness.Timing
 	// IPAM starts an allocator per peer on gossip channel "IPallocation",
-	// the ring seeded by the first five peers.
+	// the ring seeded by peer 0.
 	IPAM bool
 	// ReclaimAfter, with Liveness and IPAM, runs a reclaimer per peer
 	// (--ipalloc-reclaim-after), checked every ReclaimAfter/4.
