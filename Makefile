@@ -76,7 +76,7 @@ bench: deps build ## one table: direct veth, raw VXLAN, fastdp, sleeve plain/enc
 	bash test/bench.sh
 	bash test/scale.sh
 
-bench-scale: ## only the 200/500-router simulation (mesh, IPAM, liveness): convergence, gossip bytes, memory (SIZES=, WINDOW=, PROFILE=dir)
+bench-scale: mesh-patch ## only the 200/500-router simulation (mesh, IPAM, liveness): convergence, gossip bytes, memory (SIZES=, WINDOW=, PROFILE=dir)
 	bash test/scale.sh
 
 lint: mesh-patch ## gofmt, go vet, sh -n and shellcheck on the scripts, then go mod tidy -diff

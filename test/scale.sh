@@ -8,7 +8,8 @@
 # Run via `make bench` or `make bench-scale`; needs ss (iproute2).
 #
 # Environment: SIZES ["200,500"] WINDOW [30s] PROFILE [""]: a directory
-#              to write cpu.pprof and mem.pprof of the run into.
+#              to write cpu.pprof and mem.pprof of the run into;
+#              IPAM [0]: 1 adds an allocator per router (see scale_test.go).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SIZES=${SIZES:-200,500}
@@ -20,5 +21,5 @@ if [ -n "$PROFILE" ]; then
   mkdir -p "$PROFILE"
   args+=(-cpuprofile "$PROFILE/cpu.pprof" -memprofile "$PROFILE/mem.pprof")
 fi
-MESHSIM_SCALE=$SIZES MESHSIM_WINDOW=$WINDOW go test "${args[@]}" ./test/meshsim/ |
+MESHSIM_SCALE=$SIZES MESHSIM_WINDOW=$WINDOW MESHSIM_IPAM=${IPAM:-0} go test "${args[@]}" ./test/meshsim/ |
   grep -E 'meshsim [0-9]+ peers|: [0-9.]+(ms|s|m)|^(--- |ok|FAIL)' || true
