@@ -54,7 +54,7 @@ build_apiserver() {
 	go mod edit -require="k8s.io/kubernetes@$K8S_VERSION"
 	# Every "k8s.io/x => ./staging/src/k8s.io/x" replace, except the two
 	# sample modules that are never published (nor required).
-	for m in $(sed -n 's#^[[:space:]]*\(k8s.io/[^ ]*\) => ./staging/.*#\1#p' "$gomod"); do
+	sed -n 's#^[[:space:]]*\(k8s.io/[^ ]*\) => ./staging/.*#\1#p' "$gomod" | while read -r m; do
 		case $m in k8s.io/sample-cli-plugin | k8s.io/sample-controller) continue ;; esac
 		go mod edit -replace="$m=$m@$STAGING_VERSION"
 	done
