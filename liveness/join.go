@@ -2,6 +2,7 @@ package liveness
 
 import (
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -36,7 +37,7 @@ func (d *Detector) joinLoop() {
 // alive or suspect to us and whose backoff has passed. A peer without liveness (Weave 2.8.1, or ours with
 // --no-liveness) refuses, and is retried ever more rarely.
 func (d *Detector) joinSeeds(tries map[string]*try, now time.Time) {
-	seeds := d.cfg.Seeds()
+	seeds := slices.Clone(d.cfg.Seeds())
 	rand.Shuffle(len(seeds), func(i, j int) { seeds[i], seeds[j] = seeds[j], seeds[i] })
 	joins := 0
 	for _, s := range seeds {
