@@ -24,6 +24,9 @@ type Blocked struct {
 func (e *Enforcer) Blocked() ([]Blocked, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.closed {
+		return nil, errClosed
+	}
 	t := &nftables.Table{Family: nftables.TableFamilyINet, Name: e.cfg.Table}
 	set, err := e.conn.GetSetByName(t, setBlocked)
 	if err != nil {

@@ -3,6 +3,7 @@
 package nft
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -426,5 +427,25 @@ func TestListTableIsReadable(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("nft list table lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestClosedEnforcerTouchesNoNamespace: after Close, calls fail instead of
+// opening a transient netlink connection in the caller's namespace (a
+// controller still applying after Close once left its table in the root
+// namespace).
+func TestClosedEnforcerTouchesNoNamespace(t *testing.T) {
+	h := newHost(t)
+	if err := h.enf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.enf.Apply(&npc.Model{}); !errors.Is(err, errClosed) {
+		t.Errorf("Apply after Close: %v, want errClosed", err)
+	}
+	if err := h.enf.Remove(); !errors.Is(err, errClosed) {
+		t.Errorf("Remove after Close: %v, want errClosed", err)
+	}
+	if _, err := h.enf.Blocked(); !errors.Is(err, errClosed) {
+		t.Errorf("Blocked after Close: %v, want errClosed", err)
 	}
 }

@@ -28,10 +28,15 @@ type Config struct {
 // Enforcer loads models into the kernel of the network namespace it was
 // created in.
 type Enforcer struct {
-	cfg  Config
-	conn *nftables.Conn
-	mu   sync.Mutex
+	cfg    Config
+	conn   *nftables.Conn
+	mu     sync.Mutex
+	closed bool // after Close every call fails: a transient netlink
+	// connection would open in the caller's namespace, not the one New saw
 }
+
+// errClosed is returned by calls after Close.
+var errClosed = errors.New("nftables enforcer is closed")
 
 // Stats describe the last table loaded.
 type Stats struct {
@@ -56,12 +61,23 @@ func New(cfg Config) (*Enforcer, error) {
 
 // Close releases the netlink connection; the table stays loaded, so the
 // last policies keep being enforced.
-func (e *Enforcer) Close() error { return e.conn.CloseLasting() }
+func (e *Enforcer) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	return e.conn.CloseLasting()
+}
 
 // Apply replaces the table with one enforcing m, in a single transaction.
 func (e *Enforcer) Apply(m *npc.Model) (Stats, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.closed {
+		return Stats{}, errClosed
+	}
 	b, err := build(e.conn, e.cfg, m)
 	if err != nil {
 		return Stats{}, fmt.Errorf("build table %s: %w", e.cfg.Table, err)
@@ -80,6 +96,9 @@ func (e *Enforcer) Apply(m *npc.Model) (Stats, error) {
 func (e *Enforcer) Remove() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.closed {
+		return errClosed
+	}
 	t := &nftables.Table{Family: nftables.TableFamilyINet, Name: e.cfg.Table}
 	e.conn.AddTable(t)
 	e.conn.DelTable(t)
