@@ -109,18 +109,7 @@ func (d *daemon) runDNSHousekeeping(ctx context.Context, b *backend) {
 	}
 	d.pruneDeadNames(b.dns)
 	d.startDockerNames(ctx, b.dns)
-	d.spawn(func() {
-		t := time.NewTicker(deadContainerCheck)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				d.pruneDeadNames(b.dns)
-			}
-		}
-	})
+	d.every(ctx, deadContainerCheck, func(time.Time) { d.pruneDeadNames(b.dns) })
 }
 
 func (d *daemon) pruneDeadNames(ns *dns.Nameserver) {

@@ -87,7 +87,7 @@ func (d *daemon) runIPAMHousekeeping(ctx context.Context, b *backend) {
 		return
 	}
 	d.preClaim(ctx, b.ipam)
-	d.spawn(func() { d.watchDeadContainers(ctx, b.ipam) })
+	d.every(ctx, deadContainerCheck, func(time.Time) { d.pruneDead(b.ipam) })
 }
 
 func (d *daemon) ipamConfig(b *backend) (ipam.Config, error) {
@@ -234,19 +234,6 @@ func (d *daemon) removeRecords(records []attachRecord) {
 		}
 		if err := os.Remove(r.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			d.log.Warn("remove attachment record of a vanished namespace", "path", r.path, "err", err)
-		}
-	}
-}
-
-func (d *daemon) watchDeadContainers(ctx context.Context, alloc *ipam.Allocator) {
-	t := time.NewTicker(deadContainerCheck)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			d.pruneDead(alloc)
 		}
 	}
 }

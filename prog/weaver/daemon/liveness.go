@@ -41,7 +41,7 @@ func (d *daemon) startLiveness(ctx context.Context, b *backend) error {
 	d.onStop(func() { _ = det.Close() })
 	if c.IPAllocReclaimAfter > 0 && b.ipam != nil {
 		r := liveness.NewReclaimer(reclaimConfig(c.IPAllocReclaimAfter, b), det)
-		d.spawn(func() { runReclaim(ctx, r) })
+		d.every(ctx, reclaimCheckInterval, func(now time.Time) { r.Tick(now) })
 	}
 	return nil
 }
@@ -90,19 +90,6 @@ func tokenHolders(s ipam.Status) []string {
 		out = append(out, e.Peer)
 	}
 	return out
-}
-
-func runReclaim(ctx context.Context, r *liveness.Reclaimer) {
-	t := time.NewTicker(reclaimCheckInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			r.Tick(now)
-		}
-	}
 }
 
 // livenessChanged feeds a transition to the router and remembers the

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/seedf75a49c6/weave/dns"
 	"log/slog"
 	"net"
 	"sync"
 	"time"
+
+	"github.com/seedf75a49c6/weave/dns"
 
 	"github.com/seedf75a49c6/weave/internal/capture"
 	"github.com/seedf75a49c6/weave/internal/netdev"
@@ -50,6 +51,23 @@ func (d *daemon) teardown() {
 			d.log.Warn("cannot remove pid file", "err", err)
 		}
 	}
+}
+
+// every calls f every interval, from a goroutine teardown joins, until ctx
+// ends.
+func (d *daemon) every(ctx context.Context, interval time.Duration, f func(now time.Time)) {
+	d.spawn(func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				f(now)
+			}
+		}
+	})
 }
 
 // spawn starts a goroutine that teardown joins.
