@@ -58,15 +58,26 @@ func advertiseAddr(c Config) string {
 		if h, _, err := net.SplitHostPort(p); err == nil {
 			host = h
 		}
-		conn, err := net.Dial("udp", net.JoinHostPort(host, strconv.Itoa(c.Port)))
-		if err != nil {
-			continue
+		if ip := sourceAddrTowards(host, c.Port); ip != "" {
+			return ip
 		}
-		ip := conn.LocalAddr().(*net.UDPAddr).IP.String()
-		_ = conn.Close()
-		return ip
 	}
-	return ""
+	// No peers yet: the source address of the default route (the uplink),
+	// not memberlist's first private address, which on a Docker host is
+	// docker0's and unreachable from other hosts. 192.0.2.1 is a
+	// documentation address; a UDP connect sends nothing.
+	return sourceAddrTowards("192.0.2.1", c.Port)
+}
+
+// sourceAddrTowards is the local address the kernel would use to reach
+// host (a route lookup through a UDP connect; no packet is sent), or "".
+func sourceAddrTowards(host string, port int) string {
+	conn, err := net.Dial("udp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return ""
+	}
+	defer conn.Close()
+	return conn.LocalAddr().(*net.UDPAddr).IP.String()
 }
 
 func reclaimConfig(after time.Duration, b *backend) liveness.ReclaimConfig {

@@ -1,0 +1,40 @@
+package daemon
+
+import (
+	"os/exec"
+	"testing"
+
+	"github.com/seedf75a49c6/weave/internal/netns"
+	"github.com/seedf75a49c6/weave/internal/netnstest"
+)
+
+// TestAdvertiseAddrWithoutPeersIsTheUplink: a router launched with no peers
+// on a host that also has a docker0-like bridge address advertises the
+// address of its default route, which other hosts can reach.
+func TestAdvertiseAddrWithoutPeersIsTheUplink(t *testing.T) {
+	netnstest.RequireTools(t, "ip")
+	name, path := netnstest.NewNS(t)
+	for _, args := range [][]string{
+		{"link", "add", "dock0", "type", "veth", "peer", "name", "dock1"},
+		{"link", "add", "up0", "type", "veth", "peer", "name", "up1"},
+		{"addr", "add", "172.17.0.1/16", "dev", "dock0"},
+		{"addr", "add", "10.9.0.2/24", "dev", "up0"},
+		{"link", "set", "dock0", "up"}, {"link", "set", "dock1", "up"},
+		{"link", "set", "up0", "up"}, {"link", "set", "up1", "up"},
+		{"route", "add", "default", "via", "10.9.0.1"},
+	} {
+		if out, err := exec.Command("ip", append([]string{"-n", name}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	var got string
+	if err := netns.Do(path, func() error { got = advertiseAddr(Config{Port: 6783}); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got != "10.9.0.2" {
+		t.Errorf("advertiseAddr with no peers = %q, want the uplink's 10.9.0.2", got)
+	}
+	if got := advertiseAddr(Config{Host: "192.168.7.7"}); got != "192.168.7.7" {
+		t.Errorf("advertiseAddr with --host = %q, want it", got)
+	}
+}
