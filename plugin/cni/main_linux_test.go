@@ -41,22 +41,9 @@ func TestMain(m *testing.M) {
 }
 
 func buildAll(dir string) error {
-	root, err := netnstest.ModuleRoot()
-	if err != nil {
-		return err
-	}
-	build.bin = filepath.Join(dir, "bin")
-	build.weave = filepath.Join(dir, "weave")
-	cmd := exec.Command("go", "build", "-o", build.bin+"/", "./prog/...")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./prog/...: %w\n%s", err, out)
-	}
-	script, err := os.ReadFile(filepath.Join(root, "weave"))
-	if err != nil {
-		return fmt.Errorf("read weave script: %w", err)
-	}
-	return os.WriteFile(build.weave, script, 0o755)
+	weave, err := netnstest.BuildProduct(dir)
+	build.weave, build.bin = weave, filepath.Join(dir, "bin")
+	return err
 }
 
 // nsExec runs plugins inside a host namespace (with nsenter, as a
