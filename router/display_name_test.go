@@ -34,15 +34,7 @@ func TestDisplayNameOnlyForPeople(t *testing.T) {
 		t.Fatalf("diagnostics keys %v, want fastdp and sleeve", diags)
 	}
 	sent, mu := &[]sentMsg{}, &sync.Mutex{}
-	conn, err := sw.PrepareConnection(connParams(map[string]string{"Overlays": "vxlan sleeve"}, sent, mu))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := conn.(*SwitchForwarder)
-	defer f.Stop()
-	f.Confirm()
-	sleeve.last().establish()
-	eventually(t, "sleeve best", func() bool { return attrName(f) == "sleeve" })
+	f := sleeveAfterRefusedFastPath(t, sw, sleeve, sent, mu)
 	if got := fallbackOf(f); got != "fastdp(encryption required)" {
 		t.Fatalf("fallback = %v, want the display name", got)
 	}

@@ -37,20 +37,30 @@ func TestSwitchAttrsNameFallbackReason(t *testing.T) {
 	eventually(t, "failure reason", func() bool { return fallbackOf(f) == "fastdp(device gone)" })
 }
 
-func TestSwitchAttrsUseReasonerAndPrepareError(t *testing.T) {
-	fast := &fakeOverlay{name: "vxlan", prepErr: errors.New("encryption required")}
-	sleeve := &fakeOverlay{name: "sleeve"}
-	sw := NewOverlaySwitch(nil, fast, sleeve)
-	sent, mu := &[]sentMsg{}, &sync.Mutex{}
+// sleeveAfterRefusedFastPath prepares a connection on sw to a peer that
+// advertises "vxlan sleeve", confirms it, establishes sleeve and waits
+// until sleeve is the best forwarder; the caller's fast overlay refused
+// the connection. The forwarder stops when the test ends.
+func sleeveAfterRefusedFastPath(t *testing.T, sw *OverlaySwitch, sleeve *fakeOverlay, sent *[]sentMsg, mu *sync.Mutex) *SwitchForwarder {
+	t.Helper()
 	conn, err := sw.PrepareConnection(connParams(map[string]string{"Overlays": "vxlan sleeve"}, sent, mu))
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := conn.(*SwitchForwarder)
-	defer f.Stop()
+	t.Cleanup(f.Stop)
 	f.Confirm()
 	sleeve.last().establish()
 	eventually(t, "sleeve best", func() bool { return attrName(f) == "sleeve" })
+	return f
+}
+
+func TestSwitchAttrsUseReasonerAndPrepareError(t *testing.T) {
+	fast := &fakeOverlay{name: "vxlan", prepErr: errors.New("encryption required")}
+	sleeve := &fakeOverlay{name: "sleeve"}
+	sw := NewOverlaySwitch(nil, fast, sleeve)
+	sent, mu := &[]sentMsg{}, &sync.Mutex{}
+	f := sleeveAfterRefusedFastPath(t, sw, sleeve, sent, mu)
 	if got := fallbackOf(f); got != "vxlan(encryption required)" {
 		t.Fatalf("fallback = %v", got)
 	}

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
 )
 
 // BuildProduct compiles what a user installs into dir, once per test run:
@@ -56,4 +57,22 @@ func GoBuild(root, outDir string, pkgs ...string) error {
 		return fmt.Errorf("build %v: %w\n%s", pkgs, err, out)
 	}
 	return nil
+}
+
+// MainWithBuild is the body of a TestMain that builds binaries once per
+// run: it makes a temporary directory, calls build(dir) when running as
+// root (only the namespace tests use what it builds), runs the tests,
+// removes the directory and exits with the tests' code.
+func MainWithBuild(m *testing.M, prefix string, build func(dir string)) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "create temp dir:", err)
+		os.Exit(2)
+	}
+	if os.Geteuid() == 0 {
+		build(dir)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -27,17 +26,7 @@ var build struct {
 }
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "weave-cni-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "create temp dir:", err)
-		os.Exit(2)
-	}
-	if os.Geteuid() == 0 {
-		build.err = buildAll(dir)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	netnstest.MainWithBuild(m, "weave-cni-test-", func(dir string) { build.err = buildAll(dir) })
 }
 
 func buildAll(dir string) error {

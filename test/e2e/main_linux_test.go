@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -19,17 +17,7 @@ var build struct {
 }
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "weave-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: create temp dir:", err)
-		os.Exit(2)
-	}
-	if os.Geteuid() == 0 {
-		build.err = buildAll(dir)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	netnstest.MainWithBuild(m, "weave-e2e-", func(dir string) { build.err = buildAll(dir) })
 }
 
 // buildAll compiles the product and helpers into dir once per run.
