@@ -6,37 +6,20 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/vishvananda/netlink"
-
-	"github.com/seedf75a49c6/weave/internal/nlsafe"
+	"github.com/seedf75a49c6/weave/internal/netdev"
 )
 
-// CheckRangeFree fails when a route of this host (other than through the
-// weave bridge) overlaps rng, as 2.8.1's launch refused such an
+// CheckRangeFree fails when a route or address of this host (other than on
+// the weave bridge) overlaps rng, as 2.8.1's launch refused such an
 // IPALLOC_RANGE: pod addresses there would be unreachable or hijack the
-// host's own network.
+// host's own network. It is the router's own check (netdev.HostOverlap).
 func CheckRangeFree(rng netip.Prefix, bridge string) error {
-	routes, err := nlsafe.RouteList(nil, nil, netlink.FAMILY_V4)
+	clash, err := netdev.HostOverlap(rng, bridge)
 	if err != nil {
-		return fmt.Errorf("list routes to check IPALLOC_RANGE: %w", err)
+		return fmt.Errorf("check IPALLOC_RANGE against the host's routes: %w", err)
 	}
-	for _, r := range routes {
-		if r.Dst == nil {
-			continue // the default route overlaps everything by design
-		}
-		dst, ok := netip.AddrFromSlice(r.Dst.IP)
-		ones, _ := r.Dst.Mask.Size()
-		if !ok || !netip.PrefixFrom(dst.Unmap(), ones).Overlaps(rng) {
-			continue
-		}
-		name := fmt.Sprintf("index %d", r.LinkIndex)
-		if l, err := netlink.LinkByIndex(r.LinkIndex); err == nil {
-			name = l.Attrs().Name
-		}
-		if name == bridge {
-			continue
-		}
-		return fmt.Errorf("IPALLOC_RANGE=%q overlaps this host's route %s dev %s: choose a range no network of the nodes uses", rng, r.Dst, name)
+	if clash != "" {
+		return fmt.Errorf("IPALLOC_RANGE=%q overlaps this host's %s: choose a range no network of the nodes uses", rng, clash)
 	}
 	return nil
 }

@@ -30,8 +30,8 @@ func TestCheckRangeFree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if clash == nil || !strings.Contains(clash.Error(), "10.40.1.0/24 dev e0") {
-		t.Errorf("overlapping range: err = %v, want one naming 10.40.1.0/24 dev e0", clash)
+	if clash == nil || !strings.Contains(clash.Error(), "route 10.40.1.0/24 on e0") {
+		t.Errorf("overlapping range: err = %v, want one naming route 10.40.1.0/24 on e0", clash)
 	}
 	if free != nil {
 		t.Errorf("disjoint range: %v", free)
