@@ -42,25 +42,11 @@ func (NetdevLinks) SandboxIfaces(path string) (int, error) {
 
 // BridgeAddrs implements Links.
 func (NetdevLinks) BridgeAddrs(bridge string) ([]netip.Prefix, error) {
-	ifi, err := net.InterfaceByName(bridge)
-	if err != nil {
-		return nil, fmt.Errorf("look up bridge %s: %w", bridge, err)
+	_, addrs, ok, err := netdev.BridgeAddrs(bridge)
+	if err == nil && !ok {
+		err = fmt.Errorf("look up bridge %s: no such interface (is weave running?)", bridge)
 	}
-	addrs, err := ifi.Addrs()
-	if err != nil {
-		return nil, fmt.Errorf("list addresses of %s: %w", bridge, err)
-	}
-	var out []netip.Prefix
-	for _, a := range addrs {
-		n, ok := a.(*net.IPNet)
-		if !ok || n.IP.To4() == nil {
-			continue
-		}
-		ip, _ := netip.AddrFromSlice(n.IP.To4())
-		ones, _ := n.Mask.Size()
-		out = append(out, netip.PrefixFrom(ip, ones))
-	}
-	return out, nil
+	return addrs, err
 }
 
 // Expose implements Links.
