@@ -27,6 +27,10 @@ const (
 	MaxUDPPayload = 65535 - 28
 	// dfBit marks the DF channel in seqNoAndDF.
 	dfBit = uint64(1) << 63
+	// segBit marks the segment channel (SegmentsFeature, between our own
+	// routers only): a third sequence space, so its nonces never meet the
+	// DF and non-DF channels'. Weave's counters never reach 2^62.
+	segBit = uint64(1) << 62
 )
 
 // ErrTruncated reports a datagram or frame shorter than its header says.
@@ -55,8 +59,9 @@ func PeerNameAt(b []byte) mesh.PeerName {
 // SealedHeader is the clear-text header of an encrypted datagram.
 type SealedHeader struct {
 	Sender mesh.PeerName
-	Seq    uint64 // sequence number without the DF bit
+	Seq    uint64 // sequence number without the channel bits
 	DF     bool   // DF channel
+	Seg    bool   // segment channel (SegmentsFeature)
 	Sealed []byte // secretbox output (tag + ciphertext)
 }
 
@@ -68,8 +73,9 @@ func ParseSealed(d []byte) (SealedHeader, error) {
 	v := binary.BigEndian.Uint64(d[NameSize:])
 	return SealedHeader{
 		Sender: PeerNameAt(d),
-		Seq:    v &^ dfBit,
+		Seq:    v &^ (dfBit | segBit),
 		DF:     v&dfBit != 0,
+		Seg:    v&segBit != 0,
 		Sealed: d[NameSize+SeqSize:],
 	}, nil
 }

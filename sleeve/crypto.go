@@ -90,7 +90,7 @@ type Opener struct {
 	aead           cipher.AEAD // nil: secretbox
 	nonce          [12]byte    // AEAD nonce buffer (a local would escape)
 	senderOutbound bool
-	df, nonDF      *ReplayWindow
+	df, nonDF, seg *ReplayWindow // seg: created on the first segment-channel datagram
 }
 
 // NewOpener returns an opener for datagrams from a sender whose mesh
@@ -126,6 +126,9 @@ func (o *Opener) Open(out, d []byte) ([]byte, error) {
 	if h.DF {
 		v |= dfBit
 	}
+	if h.Seg {
+		v |= segBit
+	}
 	var plain []byte
 	ok := false
 	if o.aead != nil {
@@ -141,8 +144,16 @@ func (o *Opener) Open(out, d []byte) ([]byte, error) {
 		return nil, fmt.Errorf("open datagram seq %d: %w", h.Seq, ErrAuth)
 	}
 	w := o.nonDF
-	if h.DF {
+	switch {
+	case h.DF && h.Seg:
+		return nil, fmt.Errorf("open datagram seq %d: both channel bits set: %w", h.Seq, ErrAuth)
+	case h.DF:
 		w = o.df
+	case h.Seg:
+		if o.seg == nil {
+			o.seg = NewReplayWindow()
+		}
+		w = o.seg
 	}
 	if !w.Check(h.Seq) {
 		return nil, ErrReplay

@@ -14,6 +14,7 @@ var (
 	testKey   = [32]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
 	peerA     = mesh.PeerName(0xaa0000000001)
 	peerB     = mesh.PeerName(0xaa0000000002)
+	peerC     = mesh.PeerName(0xaa0000000003)
 	testFrame = bytes.Repeat([]byte{0x5a}, 1400)
 )
 

@@ -11,25 +11,27 @@ type Diagnostics struct {
 
 // PeerDiagnostics is the status of one forwarder.
 type PeerDiagnostics struct {
-	Peer        string // remote peer name
-	ConnUID     uint64
-	Outbound    bool
-	Encrypted   bool
-	Cipher      string // "secretbox" (Weave's), "aes256gcm" or "chacha20poly1305"; "" in plaintext
-	Confirmed   bool
-	Established bool
-	StackFrag   bool   // the network reassembles fragmented UDP
-	MTU         int    // overlay MTU (largest inner IP packet); JumboMTU when Jumbo
-	PeerJumbo   bool   // both ends offer jumbo framing (JumboFeature)
-	Jumbo       bool   // jumbo framing in use (PeerJumbo and StackFrag)
-	RemoteAddr  string // remote UDP address; "" while unknown
-	Counters    Counters
+	Peer         string // remote peer name
+	ConnUID      uint64
+	Outbound     bool
+	Encrypted    bool
+	Cipher       string // "secretbox" (Weave's), "aes256gcm" or "chacha20poly1305"; "" in plaintext
+	Confirmed    bool
+	Established  bool
+	StackFrag    bool   // the network reassembles fragmented UDP
+	MTU          int    // overlay MTU (largest inner IP packet); JumboMTU when Jumbo
+	PeerJumbo    bool   // both ends offer jumbo framing (JumboFeature)
+	Jumbo        bool   // jumbo framing in use (PeerJumbo and StackFrag)
+	PeerSegments bool   // both ends offer segmented framing (SegmentsFeature)
+	Segments     bool   // segmented framing in use (PeerSegments, path MTU verified, GSO sends work)
+	RemoteAddr   string // remote UDP address; "" while unknown
+	Counters     Counters
 }
 
 // Counters are a forwarder's statistics.
 type Counters struct {
-	TxFrames, TxDatagrams, TxErrors, TxDropped, TooBig, Fragments uint64
-	RxFrames, RxDatagrams, RxDropped, RxReplays, RxAuthFailed     uint64
+	TxFrames, TxDatagrams, TxErrors, TxDropped, TooBig, Fragments, Segments uint64
+	RxFrames, RxDatagrams, RxDropped, RxReplays, RxAuthFailed               uint64
 }
 
 // Diagnostics implements router.Overlay; it returns a Diagnostics.
@@ -53,18 +55,23 @@ func (o *Overlay) Status() Diagnostics {
 
 func (f *forwarder) diagnostics() PeerDiagnostics {
 	d := PeerDiagnostics{
-		Peer:        f.remote.String(),
-		ConnUID:     f.params.ConnUID,
-		Outbound:    f.params.Outbound,
-		Encrypted:   f.params.SessionKey != nil,
-		Confirmed:   f.confirmed.Load(),
-		Established: f.established.Load(),
-		StackFrag:   f.stackFrag.Load(),
-		MTU:         int(f.mtu.Load()),
-		PeerJumbo:   f.peerJumbo,
-		Jumbo:       f.jumbo.Load(),
+		Peer:         f.remote.String(),
+		ConnUID:      f.params.ConnUID,
+		Outbound:     f.params.Outbound,
+		Encrypted:    f.params.SessionKey != nil,
+		Confirmed:    f.confirmed.Load(),
+		Established:  f.established.Load(),
+		StackFrag:    f.stackFrag.Load(),
+		MTU:          int(f.mtu.Load()),
+		PeerJumbo:    f.peerJumbo,
+		Jumbo:        f.jumbo.Load(),
+		PeerSegments: f.peerSeg,
+		Segments:     f.seg.Load(),
 	}
-	if d.Jumbo {
+	switch {
+	case d.Segments:
+		d.MTU = MaxSegmentedFrame - ethHeaderLen
+	case d.Jumbo:
 		d.MTU = f.jumboMTU
 	}
 	if d.Encrypted {
@@ -76,7 +83,7 @@ func (f *forwarder) diagnostics() PeerDiagnostics {
 	c := &f.cnt
 	d.Counters = Counters{
 		TxFrames: c.TxFrames.Load(), TxDatagrams: c.TxDatagrams.Load(), TxErrors: c.TxErrors.Load(),
-		TxDropped: c.TxDropped.Load(), TooBig: c.TooBig.Load(), Fragments: c.Fragments.Load(),
+		TxDropped: c.TxDropped.Load(), TooBig: c.TooBig.Load(), Fragments: c.Fragments.Load(), Segments: c.Segments.Load(),
 		RxFrames: c.RxFrames.Load(), RxDatagrams: c.RxDatagrams.Load(), RxDropped: c.RxDropped.Load(),
 		RxReplays: c.RxReplays.Load(), RxAuthFailed: c.RxAuthFailed.Load(),
 	}

@@ -20,29 +20,31 @@ func (h *tokenHandler) HandleForwarded(_, _ mesh.PeerName, _ []byte) {
 }
 
 // BenchmarkEndToEnd pushes frames from A to B over loopback UDP through two
-// real overlays negotiated as two of our routers (jumbo framing, the AEAD):
-// Forward, encode, seal, sendto, recvfrom, open, deframe, handler. A window
+// real overlays negotiated as two of our routers (the AEAD; jumbo framing,
+// or segmented framing over a pretend 1500-byte path): Forward, encode,
+// seal, send, receive, open, deframe or reassemble, handler. A window
 // of 64 frames in flight keeps the sender from overrunning the receiver.
 // It is the in-process harness for pprof:
 //
 //	go test -run '^$' -bench EndToEnd -cpuprofile cpu.out ./sleeve/
 func BenchmarkEndToEnd(b *testing.B) {
-	for _, noFast := range []bool{false, true} {
-		name := bestCipher().String()
-		if noFast {
-			name = CipherSecretbox.String()
-		}
-		b.Run(name, func(b *testing.B) {
-			forEachSize(b, func(b *testing.B, frame []byte) { benchEndToEnd(b, frame, noFast) })
+	for _, v := range []struct {
+		name             string
+		noFast, segments bool
+	}{{bestCipher().String() + "/segments", false, true}, {bestCipher().String() + "/jumbo", false, false},
+		{CipherSecretbox.String() + "/jumbo", true, false}} {
+		b.Run(v.name, func(b *testing.B) {
+			forEachSize(b, func(b *testing.B, frame []byte) { benchEndToEnd(b, frame, v.noFast, v.segments) })
 		})
 	}
 }
 
-func benchEndToEnd(b *testing.B, frame []byte, noFastCipher bool) {
+func benchEndToEnd(b *testing.B, frame []byte, noFastCipher, segments bool) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	h := &tokenHandler{tokens: make(chan struct{}, 64)}
 	cfg := func(name mesh.PeerName, hd *tokenHandler) Config {
-		return Config{Host: "127.0.0.1", LocalPeer: name, Handler: hd, Logger: log, Timing: fastTiming, NoFastCipher: noFastCipher}
+		return Config{Host: "127.0.0.1", LocalPeer: name, Handler: hd, Logger: log, Timing: fastTiming,
+			NoFastCipher: noFastCipher, NoSegments: !segments}
 	}
 	oa, err := New(cfg(peerA, &tokenHandler{tokens: make(chan struct{})}))
 	if err != nil {
@@ -60,7 +62,12 @@ func benchEndToEnd(b *testing.B, frame []byte, noFastCipher bool) {
 	fa.Confirm()
 	fb.Confirm()
 	awaitClosed(b, fa.EstablishedChannel(), "A established")
-	awaitJumbo(b, fa)
+	if segments {
+		awaitSegments(b, fa)
+		fa.(*forwarder).mtu.Store(int32(1500 - 28 - segOverhead(&testKey)))
+	} else {
+		awaitJumbo(b, fa)
+	}
 	lost := 0
 	timeout := time.NewTimer(time.Second) // reused: time.After would allocate per frame
 	defer timeout.Stop()

@@ -54,6 +54,11 @@ func (f *forwarder) Forward(src, dst mesh.PeerName, frame []byte) error {
 	if !f.established.Load() {
 		return router.ErrCannotForward
 	}
+	if f.seg.Load() && len(frame) > int(f.mtu.Load())+ethHeaderLen {
+		if err := f.forwardSegmented(src, dst, frame); !errors.Is(err, errGSORefused) {
+			return err
+		}
+	}
 	if f.jumbo.Load() {
 		return f.forwardJumbo(src, dst, frame)
 	}
@@ -172,4 +177,55 @@ func ipChecksum(h []byte) uint16 {
 		sum = sum>>16 + sum&0xffff
 	}
 	return ^uint16(sum)
+}
+
+// errGSORefused: the path refused a UDP_SEGMENT send; the frame is still to be sent.
+var errGSORefused = errors.New("UDP GSO send refused")
+
+// forwardSegmented sends a frame bigger than the path MTU as segments
+// (segmented framing is on): runs of path-MTU-sized datagrams, one
+// UDP_SEGMENT sendmsg per run, on the DF socket (so a shrinking path MTU
+// shows as EMSGSIZE and restarts discovery). Where the path refuses GSO
+// sends, segmented framing is turned off for this link and the frame goes
+// the jumbo or Weave way.
+func (f *forwarder) forwardSegmented(src, dst mesh.PeerName, frame []byte) error {
+	if len(frame) > MaxSegmentedFrame {
+		f.cnt.TxDropped.Add(1)
+		return nil
+	}
+	ap := f.remoteAddr.Load()
+	if ap == nil {
+		f.cnt.TxDropped.Add(1)
+		return nil
+	}
+	mtu := int(f.mtu.Load())
+	segSize := mtu + ethHeaderLen + FrameOverhead + f.dfCh.enc.Overhead()
+	c := &f.segCh
+	c.Lock()
+	defer c.Unlock()
+	if c.enc.capacity(segSize) < 64 {
+		f.cnt.TxDropped.Add(1)
+		return nil
+	}
+	id := c.enc.begin()
+	for off := 0; off < len(frame); {
+		run, next := c.enc.fill(src, dst, id, frame, off, segSize)
+		_, _, err := f.o.socks.df.WriteMsgUDPAddrPort(run, c.oob.set(segSize), *ap)
+		switch {
+		case err == nil:
+		case off == 0 && isGSOUnsupported(err):
+			f.seg.Store(false)
+			f.log.Warn("sleeve segmented framing off: the path refuses UDP GSO sends", "err", err)
+			return errGSORefused
+		default:
+			f.cnt.TxErrors.Add(1)
+			f.dataSent(&f.dfCh, err)
+			return nil
+		}
+		f.cnt.TxDatagrams.Add(uint64((len(run) + segSize - 1) / segSize))
+		f.cnt.Segments.Add(uint64((len(run) + segSize - 1) / segSize))
+		off = next
+	}
+	f.cnt.TxFrames.Add(1)
+	return nil
 }

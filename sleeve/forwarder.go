@@ -1,6 +1,7 @@
 package sleeve
 
 import (
+	"crypto/cipher"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -51,8 +52,8 @@ type event struct {
 
 // counters are the per-forwarder statistics.
 type counters struct {
-	TxFrames, TxDatagrams, TxErrors, TxDropped, TooBig, Fragments atomic.Uint64
-	RxFrames, RxDatagrams, RxDropped, RxReplays, RxAuthFailed     atomic.Uint64
+	TxFrames, TxDatagrams, TxErrors, TxDropped, TooBig, Fragments, Segments atomic.Uint64
+	RxFrames, RxDatagrams, RxDropped, RxReplays, RxAuthFailed               atomic.Uint64
 }
 
 // forwarder is one sleeve connection to a remote peer.
@@ -70,14 +71,22 @@ type forwarder struct {
 	cipher    Cipher // negotiated cipher (with a session key)
 	jumboMTU  int    // overlay MTU with jumbo framing
 	peerJumbo bool   // both ends offer JumboFeature
+	peerSeg   bool   // both ends offer SegmentsFeature, and an AEAD if encrypted
 
 	dfCh, nonDFCh channel
+	segCh         struct { // segmented framing's sender (SegmentsFeature)
+		sync.Mutex
+		enc *segEncoder
+		oob gsoControl
+	}
+	reasm reassembly // segmented framing's receiver; receive goroutine only
 
 	remoteAddr  atomic.Pointer[netip.AddrPort]
 	mtu         atomic.Int32
 	established atomic.Bool
 	stackFrag   atomic.Bool
 	jumbo       atomic.Bool // jumbo framing in use: peerJumbo && stackFrag
+	seg         atomic.Bool // segmented framing in use: peerSeg, the path MTU verified, GSO sends work
 	acked       atomic.Bool // we sent ConnectionEstablished
 	confirmed   atomic.Bool
 	cnt         counters
@@ -141,6 +150,19 @@ func (f *forwarder) initCrypto(local mesh.PeerName, p mesh.OverlayConnectionPara
 			return err
 		}
 	}
+	// Segmented framing seals every segment in place, which secretbox
+	// cannot; an encrypted link without an AEAD keeps jumbo framing.
+	f.peerSeg = f.o.offersSegments() && p.Features[SegmentsFeature] == "1" &&
+		(p.SessionKey == nil || f.cipher != CipherSecretbox)
+	if f.peerSeg {
+		var a cipher.AEAD
+		if p.SessionKey != nil {
+			if a, err = newAEAD(f.cipher, p.SessionKey); err != nil {
+				return err
+			}
+		}
+		f.segCh.enc = newSegEncoder(local, a, p.Outbound)
+	}
 	return nil
 }
 
@@ -198,6 +220,9 @@ func (f *forwarder) ControlMessage(tag byte, msg []byte) {
 
 // Attrs implements mesh.OverlayConnection.
 func (f *forwarder) Attrs() map[string]any {
+	if f.seg.Load() {
+		return map[string]any{"name": "sleeve", "mtu": MaxSegmentedFrame - ethHeaderLen, "segments": true}
+	}
 	if f.jumbo.Load() {
 		return map[string]any{"name": "sleeve", "mtu": f.jumboMTU, "jumbo": true}
 	}

@@ -130,8 +130,16 @@ func bestCipher() Cipher {
 	return CipherChaCha20Poly1305
 }
 
-// newJumboOverlay is newTestOverlay with the knobs of cfg.
+// newJumboOverlay is newTestOverlay with the knobs of cfg; segmented
+// framing is declined (it would take over the frames jumbo tests send).
 func newJumboOverlay(t *testing.T, name mesh.PeerName, h router.FrameHandler, cfg Config) *Overlay {
+	t.Helper()
+	cfg.NoSegments = true
+	return newConfiguredOverlay(t, name, h, cfg)
+}
+
+// newConfiguredOverlay is newTestOverlay with the knobs of cfg.
+func newConfiguredOverlay(t *testing.T, name mesh.PeerName, h router.FrameHandler, cfg Config) *Overlay {
 	t.Helper()
 	cfg.Host, cfg.LocalPeer, cfg.Handler, cfg.Logger = "127.0.0.1", name, h, testLogger(t)
 	if cfg.Timing == (Timing{}) {

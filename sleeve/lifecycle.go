@@ -229,6 +229,9 @@ func (f *forwarder) settle(p *pmtu, mtu int) {
 	p.timer.Stop()
 	f.mtu.Store(int32(mtu))
 	f.log.Info(fmt.Sprintf("Effective MTU verified at %d", mtu), "mtu", mtu)
+	if f.peerSeg && !f.seg.Swap(true) {
+		f.log.Info("sleeve segmented framing on", "segment", mtu+ethHeaderLen+FrameOverhead+f.dfCh.enc.Overhead())
+	}
 }
 
 // receive handles one datagram from this forwarder's remote peer; it runs
@@ -244,6 +247,10 @@ func (f *forwarder) receive(d []byte, from netip.AddrPort, plain []byte) {
 		}
 		frames = p
 	}
+	if isSegment(frames) {
+		f.receiveSegment(frames)
+		return
+	}
 	it := NewFrameIter(frames)
 	for it.Next() {
 		if isSpecial(it.Frame) {
@@ -255,6 +262,24 @@ func (f *forwarder) receive(d []byte, from netip.AddrPort, plain []byte) {
 	}
 	if it.Err() != nil {
 		f.cnt.RxDropped.Add(1)
+	}
+}
+
+// receiveSegment adds one segment to the frame being reassembled and hands
+// the frame on once complete. Segments from a peer that did not negotiate
+// segmented framing are dropped.
+func (f *forwarder) receiveSegment(rec []byte) {
+	if !f.peerSeg {
+		f.cnt.RxDropped.Add(1)
+		return
+	}
+	frame, src, dst, err := f.reasm.add(rec)
+	if err != nil {
+		f.cnt.RxDropped.Add(1)
+	}
+	if frame != nil {
+		f.cnt.RxFrames.Add(1)
+		f.o.cfg.Handler.HandleForwarded(src, dst, frame)
 	}
 }
 

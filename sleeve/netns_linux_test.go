@@ -58,7 +58,7 @@ func twoHosts(t *testing.T) (nsA, nsB string) {
 // work happens on a locked thread that is discarded afterwards (the
 // goroutine exits locked), so no thread returns to the pool in the
 // wrong namespace.
-func overlayInNetns(t *testing.T, ns, host string, name mesh.PeerName, h router.FrameHandler, timing Timing) *Overlay {
+func overlayInNetns(t *testing.T, ns, host string, name mesh.PeerName, h router.FrameHandler, cfg Config) *Overlay {
 	t.Helper()
 	type result struct {
 		o   *Overlay
@@ -77,7 +77,8 @@ func overlayInNetns(t *testing.T, ns, host string, name mesh.PeerName, h router.
 			ch <- result{err: err}
 			return
 		}
-		o, err := New(Config{Host: host, LocalPeer: name, Handler: h, Logger: testLogger(t), Timing: timing})
+		cfg.Host, cfg.LocalPeer, cfg.Handler, cfg.Logger = host, name, h, testLogger(t)
+		o, err := New(cfg)
 		ch <- result{o, err}
 	}()
 	r := <-ch
@@ -101,13 +102,19 @@ func netnsPair(t *testing.T, key *[32]byte, timing Timing) netnsSetup {
 }
 
 // netnsPairFeatures is netnsPair; with ours, each side sees the other's
-// features as between two of our routers (jumbo framing, AEAD).
+// features as between two of our routers (jumbo framing, AEAD; segmented
+// framing is declined, so these are the jumbo-framing tests).
 func netnsPairFeatures(t *testing.T, key *[32]byte, timing Timing, ours bool) netnsSetup {
+	return netnsPairConfig(t, key, Config{Timing: timing, NoSegments: true}, ours)
+}
+
+// netnsPairConfig is netnsPairFeatures with both overlays configured as cfg.
+func netnsPairConfig(t *testing.T, key *[32]byte, cfg Config, ours bool) netnsSetup {
 	t.Helper()
 	nsA, nsB := twoHosts(t)
 	hb := newFakeHandler()
-	oa := overlayInNetns(t, nsA, "192.168.251.1", peerA, newFakeHandler(), timing)
-	ob := overlayInNetns(t, nsB, "192.168.251.2", peerB, hb, timing)
+	oa := overlayInNetns(t, nsA, "192.168.251.1", peerA, newFakeHandler(), cfg)
+	ob := overlayInNetns(t, nsB, "192.168.251.2", peerB, hb, cfg)
 	var featA, featB map[string]string
 	if ours {
 		featA, featB = overlayFeatures(oa), overlayFeatures(ob)

@@ -83,6 +83,10 @@ type Config struct {
 	// AES-256-GCM (where the CPU has AES instructions) and
 	// ChaCha20-Poly1305 are offered and used towards peers that offer them.
 	NoFastCipher bool
+	// NoSegments stops us offering segmented framing (see SegmentsFeature);
+	// jumbo framing (unless NoJumbo) is then what our routers use. Default
+	// false: offered where the kernel has UDP GSO/GRO.
+	NoSegments bool
 }
 
 // Overlay is the sleeve overlay; it implements router.Overlay.
@@ -105,7 +109,8 @@ type Overlay struct {
 	rx struct {
 		sync.Mutex
 		buf, plain []byte
-		polled     bool // result of the last pollCtl
+		polled     bool  // result of the last pollCtl
+		msg        rxMsg // recvmsg state (Linux)
 	}
 	busy    busypoll.Window
 	raw     syscall.RawConn       // of socks.main
@@ -157,15 +162,21 @@ func New(cfg Config) (*Overlay, error) {
 func (o *Overlay) Name() string { return "sleeve" }
 
 // AddFeaturesTo implements router.FeatureAdder: it offers jumbo framing
-// unless Config.NoJumbo and AEAD ciphers unless Config.NoFastCipher.
+// unless Config.NoJumbo, segmented framing unless Config.NoSegments or the
+// kernel lacks UDP GSO/GRO, and AEAD ciphers unless Config.NoFastCipher.
 func (o *Overlay) AddFeaturesTo(features map[string]string) {
 	if !o.cfg.NoJumbo {
 		features[JumboFeature] = "1"
+	}
+	if o.offersSegments() {
+		features[SegmentsFeature] = "1"
 	}
 	if o.ciphers != "" {
 		features[CipherFeature] = o.ciphers
 	}
 }
+
+func (o *Overlay) offersSegments() bool { return !o.cfg.NoSegments && o.socks.gso }
 
 // Port returns the bound UDP port (useful when Config.Port was 0).
 func (o *Overlay) Port() int { return o.socks.port }

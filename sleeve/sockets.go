@@ -12,6 +12,9 @@ type sockets struct {
 	main *net.UDPConn
 	df   *net.UDPConn
 	port int
+	// gso: the kernel takes UDP_SEGMENT on sends and main has UDP_GRO on,
+	// so segmented framing (SegmentsFeature) can be offered.
+	gso  bool
 	pmtu struct { // path-MTU query socket (Linux only)
 		sync.Mutex
 		fd int

@@ -45,7 +45,51 @@ func openSockets(host string, port int) (*sockets, error) {
 	}
 	s := &sockets{main: main, df: df, port: port}
 	s.pmtu.fd = pfd
+	s.gso = enableGSO(main, df)
 	return s, nil
+}
+
+// enableGSO turns UDP_GRO on for main (which receives everything) and
+// checks that df (which sends segments) takes UDP_SEGMENT; false on a
+// kernel without them (before 4.18 / 5.0), which then never offers
+// segmented framing.
+func enableGSO(main, df *net.UDPConn) bool {
+	ok := true
+	for _, c := range []struct {
+		conn *net.UDPConn
+		opt  int
+		val  int
+	}{{main, unix.UDP_GRO, 1}, {df, unix.UDP_SEGMENT, 0}} {
+		raw, err := c.conn.SyscallConn()
+		if err != nil {
+			return false
+		}
+		if err := raw.Control(func(fd uintptr) {
+			ok = ok && unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, c.opt, c.val) == nil
+		}); err != nil {
+			return false
+		}
+	}
+	return ok
+}
+
+// gsoControl is the control message of a UDP_SEGMENT send: cmsghdr plus a
+// uint16 segment size, padded.
+type gsoControl [unix.SizeofCmsghdr + 8]byte
+
+// set fills c for segments of size and returns the bytes to pass as oob.
+func (c *gsoControl) set(size int) []byte {
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&c[0]))
+	h.Level, h.Type = unix.IPPROTO_UDP, unix.UDP_SEGMENT
+	h.SetLen(unix.CmsgLen(2))
+	*(*uint16)(unsafe.Pointer(&c[unix.SizeofCmsghdr])) = uint16(size)
+	return c[:unix.CmsgSpace(2)]
+}
+
+// isGSOUnsupported reports a send error that means this path cannot take
+// UDP_SEGMENT (e.g. EIO: the egress device has no checksum offload).
+func isGSOUnsupported(err error) bool {
+	return errors.Is(err, unix.EIO) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOPROTOOPT)
 }
 
 func listenUDP(host string, port, pmtudisc int) (*net.UDPConn, error) {
@@ -167,10 +211,10 @@ func (o *Overlay) readAndHandle(fd uintptr) bool {
 	return true
 }
 
-// receiveLocked receives and handles at most one datagram without
-// blocking; o.rx is held and fd is open.
+// receiveLocked receives and handles at most one datagram, or one GRO
+// run of them, without blocking; o.rx is held and fd is open.
 func (o *Overlay) receiveLocked(fd int) bool {
-	n, from, err := recvInet4(fd, o.rx.buf)
+	n, seg, from, err := o.rx.msg.recv(fd, o.rx.buf)
 	switch {
 	case errors.Is(err, unix.EAGAIN):
 		return false
@@ -178,20 +222,56 @@ func (o *Overlay) receiveLocked(fd int) bool {
 		o.rxErrors.Add(1)
 		return true
 	}
-	o.handleDatagram(o.rx.buf[:n], from, o.rx.plain)
+	if seg <= 0 || seg >= n {
+		o.handleDatagram(o.rx.buf[:n], from, o.rx.plain)
+		return true
+	}
+	for off := 0; off < n; off += seg { // UDP GRO: equal datagrams, the last maybe shorter
+		o.handleDatagram(o.rx.buf[off:min(off+seg, n)], from, o.rx.plain)
+	}
 	return true
 }
 
-// recvInet4 is recvfrom(2) on an AF_INET socket without allocating a
-// Sockaddr (x/sys/unix.Recvfrom allocates one per call).
-func recvInet4(fd int, p []byte) (int, netip.AddrPort, error) {
-	var rsa unix.RawSockaddrInet4
-	salen := uint32(unsafe.Sizeof(rsa))
-	n, _, errno := unix.Syscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))),
-		uintptr(len(p)), unix.MSG_DONTWAIT, uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&salen)))
+// rxMsg is the reusable state of recvmsg(2) on the main socket: with
+// UDP_GRO the kernel may hand over several datagrams of one flow at once
+// and says their size in a control message. Kept in the overlay so no call
+// allocates (x/sys/unix.Recvmsg allocates a Sockaddr per call).
+type rxMsg struct {
+	hdr  unix.Msghdr
+	iov  unix.Iovec
+	name unix.RawSockaddrInet4
+	oob  [64]byte
+}
+
+// recv receives into p; seg is the GRO segment size, 0 for one datagram.
+func (m *rxMsg) recv(fd int, p []byte) (n, seg int, from netip.AddrPort, err error) {
+	m.iov.Base = unsafe.SliceData(p)
+	m.iov.SetLen(len(p))
+	m.hdr = unix.Msghdr{Name: (*byte)(unsafe.Pointer(&m.name)), Namelen: uint32(unsafe.Sizeof(m.name)), Iov: &m.iov}
+	m.hdr.Iovlen = 1
+	m.hdr.Control = &m.oob[0]
+	m.hdr.SetControllen(len(m.oob))
+	r, _, errno := unix.Syscall(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&m.hdr)), unix.MSG_DONTWAIT)
 	if errno != 0 {
-		return 0, netip.AddrPort{}, errno
+		return 0, 0, netip.AddrPort{}, errno
 	}
-	port := uint16(rsa.Port>>8) | uint16(rsa.Port<<8)
-	return int(n), netip.AddrPortFrom(netip.AddrFrom4(rsa.Addr), port), nil
+	port := uint16(m.name.Port>>8) | uint16(m.name.Port<<8)
+	from = netip.AddrPortFrom(netip.AddrFrom4(m.name.Addr), port)
+	return int(r), groSegment(m.oob[:m.hdr.Controllen]), from, nil
+}
+
+// groSegment returns the UDP_GRO segment size in a control buffer, or 0.
+func groSegment(oob []byte) int {
+	for len(oob) >= unix.SizeofCmsghdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		l := int(h.Len)
+		if l < unix.SizeofCmsghdr || l > len(oob) {
+			return 0
+		}
+		if h.Level == unix.IPPROTO_UDP && h.Type == unix.UDP_GRO && l >= unix.CmsgLen(4) {
+			return int(*(*int32)(unsafe.Pointer(&oob[unix.SizeofCmsghdr])))
+		}
+		oob = oob[min(unix.CmsgSpace(l-unix.SizeofCmsghdr), len(oob)):]
+	}
+	return 0
 }

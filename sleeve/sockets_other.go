@@ -58,3 +58,13 @@ func (o *Overlay) readAndHandle(uintptr) bool { return false }
 
 // receiveLocked does nothing outside Linux (the loop above reads).
 func (o *Overlay) receiveLocked(int) bool { return false }
+
+// gsoControl is unused outside Linux (sockets.gso is never set).
+type gsoControl [1]byte
+
+func (c *gsoControl) set(int) []byte { return nil }
+
+func isGSOUnsupported(error) bool { return true }
+
+// rxMsg is unused outside Linux.
+type rxMsg struct{}

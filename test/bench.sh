@@ -7,6 +7,9 @@
 #   fastdp   weave with its VXLAN fast path (docs/fastdp.md), no password
 #   fdp-ct   fastdp with conntrack left on for the VXLAN UDP flow (the
 #            router's raw-table NOTRACK jumps deleted): what NOTRACK buys
+#   plain-j, crypt-j  (not in the default list) plain / crypt with
+#            --sleeve-framing=jumbo: the round-1 framing (one IP-fragmented
+#            64 KiB datagram per frame), for the A/B against segments
 #   wg       wireguard-go between c1 and c2 over a veth (encrypted userspace
 #            anchor; needs `wg` from wireguard-tools, builds wireguard-go
 #            from the Go module proxy into bin/ once; skipped if unavailable)
@@ -27,6 +30,9 @@
 #              SCENARIOS ["direct vxlan fastdp fdp-ct plain crypt wg"] (direct is the baseline)
 #              WG_VERSION [pinned wireguard-go module version]
 #              UDP_RATES ["1G 5G"] UDP_LEN [1400] UDP_SECONDS [5] IDLE_SECONDS [5]
+#              PERF_DIR [""]: a directory; when set, each scenario also runs one
+#              TCP and one UDP-1G iperf3 under `perf record -a -g` and writes
+#              <scenario>-tcp.txt / <scenario>-udp.txt (flat profile, both cores)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,6 +41,7 @@ PING_COUNT=${PING_COUNT:-100}; PING_INTERVAL=${PING_INTERVAL:-0.01}
 PASSWORD=${PASSWORD:-bench-password}; GO_BENCH=${GO_BENCH:-1}; BENCHTIME=${BENCHTIME:-1s}
 SCENARIOS=${SCENARIOS:-direct vxlan fastdp fdp-ct plain crypt wg}
 WG_VERSION=${WG_VERSION:-v0.0.0-20260522210424-ecfc5a8d5446}
+PERF_DIR=${PERF_DIR:-}
 UDP_RATES=${UDP_RATES:-1G 5G}; UDP_LEN=${UDP_LEN:-1400}; UDP_SECONDS=${UDP_SECONDS:-5}; IDLE_SECONDS=${IDLE_SECONDS:-5}
 P="w$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n' | cut -c1-5)-$$"  # netnstest sweepable
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/weave-bench.XXXXXX")
@@ -220,6 +227,7 @@ measure() {
 		| awk '/SUM.*receiver/{print $(NF-2)}')
 	TCP4[$label]=${TCP4[$label]:-NA}
 	measure_udp "$label"
+	[ -z "$PERF_DIR" ] || profile "$label"
 	kill "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true
 	TCP[$label]=$(median < "$TMP/$label.tcp")
 	[ -n "${CPU[$label]:-}" ] || CPU[$label]=$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v ns=$((t1 - t0)) 'BEGIN{printf "%.0f", d/hz/(ns/1e9)*100}')
@@ -244,6 +252,24 @@ measure_udp() {
 	done
 }
 
+# profile LABEL: one TCP and one UDP-1G run under perf (server already up);
+# flat profiles of both cores, symbols of every process and the kernel.
+profile() {
+	local label=$1 kind
+	command -v perf >/dev/null || die "PERF_DIR set but perf missing (apt-get install linux-perf)"
+	mkdir -p "$PERF_DIR"
+	for kind in tcp udp; do
+		say "$label: perf record -a -g during iperf3 $kind (${DURATION}s)"
+		local args=(-t "$DURATION"); [ "$kind" = udp ] && args+=(-u -b 1G -l "$UDP_LEN")
+		perf record -q -a -g -o "$TMP/perf.data" -- timeout $((DURATION + 20)) \
+			ip netns exec "$P-c1" iperf3 -c 10.2.1.2 -p 5201 "${args[@]}" -f m > "$PERF_DIR/$label-$kind.iperf" 2>&1 || true
+		{ perf report -q -i "$TMP/perf.data" --no-children --sort comm --stdio -g none
+		  echo; perf report -q -i "$TMP/perf.data" --no-children --sort comm,dso,sym --percent-limit 0.3 --stdio -g none
+		} > "$PERF_DIR/$label-$kind.txt" 2>/dev/null || true
+		rm -f "$TMP/perf.data"
+	done
+}
+
 # idle_cpu LABEL: the mean CPU of one router, % of one core, over IDLE_SECONDS
 # with no traffic (after the link is up).
 idle_cpu() {
@@ -265,6 +291,8 @@ for s in $SCENARIOS; do
 	vxlan) say "scenario vxlan: kernel VXLAN, bridge + static FDB"; setup_vxlan ;;
 	plain) say "scenario plain: weave sleeve, no password"; setup_weave ;;
 	crypt) say "scenario crypt: weave sleeve, --password"; setup_weave --password "$PASSWORD" ;;
+	plain-j) say "scenario plain-j: weave sleeve, jumbo framing"; setup_weave --sleeve-framing=jumbo ;;
+	crypt-j) say "scenario crypt-j: weave sleeve, --password, jumbo framing"; setup_weave --password "$PASSWORD" --sleeve-framing=jumbo ;;
 	fastdp) say "scenario fastdp: weave VXLAN fast path"; setup_fastdp ;;
 	fdp-ct) say "scenario fdp-ct: fastdp with conntrack on for its UDP"; setup_fastdp_ct ;;
 	wg) say "scenario wg: wireguard-go c1<->c2"; setup_wg || ok=0 ;;

@@ -56,9 +56,14 @@ type Config struct {
 	MTU                int            // --mtu: bridge MTU; 0 = underlay MTU - 50 (fast path) or 65535 (--no-fastdp)
 	LogLevel           string         // --log-level: debug, info, warning, error; default info
 	PktDebug           bool           // --pkt-debug: per-frame debug logs
-	DataDir            string         // --data-dir: default $WEAVE_DATA_DIR or /var/lib/weave
-	RunDir             string         // --run-dir: default $WEAVE_RUN_DIR or /run/weave
-	ExpectNPC          bool           // --expect-npc: drop new bridged connections weave-npc did not mark (netdev.EnsureNPCGuard)
+	// SleeveFraming (--sleeve-framing) is what sleeve offers our own
+	// routers for frames bigger than the path MTU: "segments" (default:
+	// UDP GSO/GRO segments, falling back to jumbo), "jumbo" (one IP-
+	// fragmented datagram) or "weave" (path-MTU frames only, as 2.8.1).
+	SleeveFraming string
+	DataDir       string // --data-dir: default $WEAVE_DATA_DIR or /var/lib/weave
+	RunDir        string // --run-dir: default $WEAVE_RUN_DIR or /run/weave
+	ExpectNPC     bool   // --expect-npc: drop new bridged connections weave-npc did not mark (netdev.EnsureNPCGuard)
 
 	IPAllocRange         string // --ipalloc-range: default 10.32.0.0/12; "" = IPAM off
 	IPAllocInit          string // --ipalloc-init: consensus[=N] (default, N = targets+1), seed=PEER,..., observer
@@ -176,6 +181,8 @@ func (c *Config) validateNet() error {
 		return fmt.Errorf("--mtu: invalid value %d (want 0 or 576..65535)", c.MTU)
 	case c.Host != "" && net.ParseIP(c.Host) == nil:
 		return fmt.Errorf("--host: invalid IP address %q", c.Host)
+	case c.SleeveFraming != "" && c.SleeveFraming != "segments" && c.SleeveFraming != "jumbo" && c.SleeveFraming != "weave":
+		return fmt.Errorf("--sleeve-framing: invalid value %q (want segments, jumbo or weave)", c.SleeveFraming)
 	}
 	return nil
 }

@@ -208,6 +208,7 @@ func (d *daemon) startDataPlane(name wmesh.PeerName) (*backend, error) {
 	sl, err := sleeve.New(sleeve.Config{
 		Host: c.Host, Port: c.Port, LocalPeer: name, Handler: fh,
 		Logger: d.log.With("component", "sleeve"), PktDebug: c.PktDebug,
+		NoSegments: c.SleeveFraming == "jumbo" || c.SleeveFraming == "weave", NoJumbo: c.SleeveFraming == "weave",
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start sleeve on port %d: %w", c.Port, err)
