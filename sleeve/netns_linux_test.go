@@ -306,3 +306,44 @@ func reassembled(t *testing.T, ns string) int {
 	t.Fatalf("no Ip ReasmOKs in %s's /proc/net/snmp", ns)
 	return 0
 }
+
+// TestNetnsSegments: between two of our routers on a 1500-byte underlay, a
+// 64 KiB frame crosses as path-MTU segments (one GSO send per run), with no
+// IP fragment on the way: B's kernel reassembles nothing.
+func TestNetnsSegments(t *testing.T) {
+	requireRoot(t)
+	for _, tc := range []struct {
+		name string
+		key  *[32]byte
+		mtu  int
+	}{{"plaintext", nil, 1438}, {"encrypted", &testKey, 1414}} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkGoroutines(t)
+			s := netnsPairConfig(t, tc.key, Config{Timing: fastTiming}, true)
+			s.fa.Confirm()
+			s.fb.Confirm()
+			awaitClosed(t, s.fa.EstablishedChannel(), "A established")
+			awaitSegments(t, s.fa)
+			reasm := reassembled(t, s.nsB)
+			big := ipv4Frame(65535, true, 0)
+			for range 3 {
+				if err := s.fa.Forward(peerA, peerB, big); err != nil {
+					t.Fatalf("forward 64 KiB frame: %v", err)
+				}
+				if got := s.hb.await(t); !bytes.Equal(got.frame, big) {
+					t.Fatalf("B received %d bytes, want the %d-byte frame intact", len(got.frame), len(big))
+				}
+			}
+			if n := reassembled(t, s.nsB) - reasm; n != 0 {
+				t.Fatalf("B's kernel reassembled %d datagrams: segments must not fragment", n)
+			}
+			st := s.oa.Status().Peers[0]
+			per := (65535 + ethHeaderLen + tc.mtu - 1) / (tc.mtu - segHeaderLen + FrameOverhead + ethHeaderLen)
+			if int(st.Counters.Segments) < 3*per || st.Counters.Fragments != 0 || st.MTU != 65535 {
+				t.Fatalf("A status %+v: want >= %d segments, no fragments", st, 3*per)
+			}
+			s.fa.Stop()
+			s.fb.Stop()
+		})
+	}
+}
