@@ -292,6 +292,7 @@ for s in $SCENARIOS; do
 	plain) say "scenario plain: weave sleeve, no password"; setup_weave ;;
 	crypt) say "scenario crypt: weave sleeve, --password"; setup_weave --password "$PASSWORD" ;;
 	plain-j) say "scenario plain-j: weave sleeve, jumbo framing"; setup_weave --sleeve-framing=jumbo ;;
+	crypt-nb) say "scenario crypt-nb: weave sleeve, --password, --busy-poll=0"; setup_weave --password "$PASSWORD" --busy-poll=0 ;;
 	crypt-j) say "scenario crypt-j: weave sleeve, --password, jumbo framing"; setup_weave --password "$PASSWORD" --sleeve-framing=jumbo ;;
 	fastdp) say "scenario fastdp: weave VXLAN fast path"; setup_fastdp ;;
 	fdp-ct) say "scenario fdp-ct: fastdp with conntrack on for its UDP"; setup_fastdp_ct ;;

@@ -14,6 +14,7 @@ import (
 	"github.com/seedf75a49c6/weave/internal/version"
 	ourmesh "github.com/seedf75a49c6/weave/mesh"
 	"github.com/seedf75a49c6/weave/prog/weaver/daemon"
+	"github.com/seedf75a49c6/weave/router"
 )
 
 // usageError is a bad command line (exit code 2).
@@ -118,6 +119,7 @@ func registerFlags(fs *flag.FlagSet, c *daemon.Config, version, printName *bool)
 	fs.IntVar(&c.MTU, "mtu", c.MTU, "bridge MTU (0 = underlay MTU - 50 with the fast path, 65535 with --no-fastdp)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "logging level (debug, info, warning, error)")
 	fs.BoolVar(&c.PktDebug, "pkt-debug", c.PktDebug, "log every frame (debug level)")
+	fs.DurationVar(&c.BusyPoll, "busy-poll", router.DefaultBusyPoll, "after a frame that follows a pause, poll the capture and sleeve sockets this long before sleeping (lower latency at some CPU); 0 = off")
 	fs.StringVar(&c.SleeveFraming, "sleeve-framing", "segments", "sleeve framing offered to our own routers for frames over the path MTU: segments (UDP GSO/GRO, falls back to jumbo), jumbo (one IP-fragmented datagram) or weave (path-MTU frames, as Weave 2.8.1)")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "persistent state directory (default $WEAVE_DATA_DIR or /var/lib/weave)")
 	fs.StringVar(&c.RunDir, "run-dir", c.RunDir, "runtime state directory (default $WEAVE_RUN_DIR or /run/weave)")

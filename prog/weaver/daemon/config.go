@@ -61,9 +61,13 @@ type Config struct {
 	// UDP GSO/GRO segments, falling back to jumbo), "jumbo" (one IP-
 	// fragmented datagram) or "weave" (path-MTU frames only, as 2.8.1).
 	SleeveFraming string
-	DataDir       string // --data-dir: default $WEAVE_DATA_DIR or /var/lib/weave
-	RunDir        string // --run-dir: default $WEAVE_RUN_DIR or /run/weave
-	ExpectNPC     bool   // --expect-npc: drop new bridged connections weave-npc did not mark (netdev.EnsureNPCGuard)
+	// BusyPoll (--busy-poll) is how long the capture and sleeve receive
+	// loops poll after a frame that followed a pause (router.Config.BusyPoll);
+	// 0 turns it off.
+	BusyPoll  time.Duration
+	DataDir   string // --data-dir: default $WEAVE_DATA_DIR or /var/lib/weave
+	RunDir    string // --run-dir: default $WEAVE_RUN_DIR or /run/weave
+	ExpectNPC bool   // --expect-npc: drop new bridged connections weave-npc did not mark (netdev.EnsureNPCGuard)
 
 	IPAllocRange         string // --ipalloc-range: default 10.32.0.0/12; "" = IPAM off
 	IPAllocInit          string // --ipalloc-init: consensus[=N] (default, N = targets+1), seed=PEER,..., observer
@@ -181,6 +185,8 @@ func (c *Config) validateNet() error {
 		return fmt.Errorf("--mtu: invalid value %d (want 0 or 576..65535)", c.MTU)
 	case c.Host != "" && net.ParseIP(c.Host) == nil:
 		return fmt.Errorf("--host: invalid IP address %q", c.Host)
+	case c.BusyPoll < 0 || c.BusyPoll > 10*time.Millisecond:
+		return fmt.Errorf("--busy-poll: invalid value %s (want 0 to 10ms; 0 = off)", c.BusyPoll)
 	case c.SleeveFraming != "" && c.SleeveFraming != "segments" && c.SleeveFraming != "jumbo" && c.SleeveFraming != "weave":
 		return fmt.Errorf("--sleeve-framing: invalid value %q (want segments, jumbo or weave)", c.SleeveFraming)
 	}

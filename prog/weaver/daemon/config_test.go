@@ -43,6 +43,7 @@ func TestConfigValidate(t *testing.T) {
 		{"protocol 3", func(c *Config) { c.MinProtocolVersion = 3 }, "--min-protocol-version: invalid value 3"},
 		{"mtu small", func(c *Config) { c.MTU = 100 }, "--mtu: invalid value 100"},
 		{"sleeve framing unknown", func(c *Config) { c.SleeveFraming = "gso" }, "--sleeve-framing: invalid value \"gso\""},
+		{"busy poll negative", func(c *Config) { c.BusyPoll = -time.Millisecond }, "--busy-poll: invalid value -1ms"},
 		{"mtu ok", func(c *Config) { c.MTU = 1376 }, ""},
 		{"host bad", func(c *Config) { c.Host = "nohost" }, `--host: invalid IP address "nohost"`},
 		{"resume with peers", func(c *Config) { c.Resume = true; c.Peers = []string{"10.0.0.1"} }, `--resume: cannot be combined with peer arguments "10.0.0.1"`},

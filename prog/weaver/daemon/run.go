@@ -218,6 +218,7 @@ func (d *daemon) startDataPlane(name wmesh.PeerName) (*backend, error) {
 	overlays := append(d.fastPath(name, ref), sl)
 	nr := router.NewNetworkRouter(router.Config{
 		Logger: d.log.With("component", "router"), MACMaxAge: macMaxAge, PktDebug: c.PktDebug,
+		BusyPoll: busyPoll(c.BusyPoll),
 	}, overlays...)
 	fh.r.Store(nr)
 	d.onStop(nr.Stop)
@@ -313,4 +314,12 @@ func (d *daemon) startHTTP(b *backend) error {
 		d.onStop(srv.Close)
 	}
 	return nil
+}
+
+// busyPoll maps --busy-poll (0 = off) to router.Config.BusyPoll (negative = off).
+func busyPoll(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
