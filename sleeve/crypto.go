@@ -160,3 +160,37 @@ func (o *Opener) Open(out, d []byte) ([]byte, error) {
 	}
 	return plain, nil
 }
+
+// OpenSegment authenticates and decrypts a segment-channel datagram d
+// (segmented framing: the header in clear as additional data) into dst,
+// which must be exactly as long as the data, and then checks the replay
+// window of the segment channel.
+func (o *Opener) OpenSegment(dst, d []byte) error {
+	h, err := ParseSealed(d)
+	if err != nil {
+		return err
+	}
+	const aad = NameSize + SeqSize + segHeaderLen
+	if !h.Seg || h.DF || o.aead == nil || len(d) != aad+len(dst)+o.aead.Overhead() {
+		return fmt.Errorf("open segment seq %d of %d bytes: %w", h.Seq, len(d), ErrAuth)
+	}
+	aeadNonce(&o.nonce, o.senderOutbound, h.Seq|segBit)
+	if _, err := o.aead.Open(dst[:0], o.nonce[:], d[aad:], d[:aad]); err != nil {
+		return fmt.Errorf("open segment seq %d: %w", h.Seq, ErrAuth)
+	}
+	if o.seg == nil {
+		o.seg = NewReplayWindow()
+	}
+	if !o.seg.Check(h.Seq) {
+		return ErrReplay
+	}
+	return nil
+}
+
+// Overhead is the size of the authentication tag this opener checks.
+func (o *Opener) Overhead() int {
+	if o.aead != nil {
+		return o.aead.Overhead()
+	}
+	return secretbox.Overhead
+}

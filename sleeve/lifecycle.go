@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+
+	"github.com/weaveworks/mesh"
 )
 
 // pmtu is the PMTU discovery state, owned by the forwarder goroutine.
@@ -239,6 +241,10 @@ func (f *forwarder) settle(p *pmtu, mtu int) {
 func (f *forwarder) receive(d []byte, from netip.AddrPort, plain []byte) {
 	f.cnt.RxDatagrams.Add(1)
 	frames := d[NameSize:]
+	if f.opener != nil && len(d) >= NameSize+SeqSize && binary.BigEndian.Uint64(d[NameSize:])&segBit != 0 {
+		f.receiveSealedSegment(d)
+		return
+	}
 	if f.opener != nil {
 		p, err := f.opener.Open(plain, d)
 		if err != nil {
@@ -265,15 +271,42 @@ func (f *forwarder) receive(d []byte, from netip.AddrPort, plain []byte) {
 	}
 }
 
-// receiveSegment adds one segment to the frame being reassembled and hands
-// the frame on once complete. Segments from a peer that did not negotiate
-// segmented framing are dropped.
+// receiveSegment adds one plaintext segment to the frame being reassembled
+// and hands the frame on once complete. Segments from a peer that did not
+// negotiate segmented framing are dropped.
 func (f *forwarder) receiveSegment(rec []byte) {
 	if !f.peerSeg {
 		f.cnt.RxDropped.Add(1)
 		return
 	}
 	frame, src, dst, err := f.reasm.add(rec)
+	f.segmentDone(frame, src, dst, err)
+}
+
+// receiveSealedSegment opens an encrypted segment straight into the frame
+// being reassembled.
+func (f *forwarder) receiveSealedSegment(d []byte) {
+	const hdr = NameSize + SeqSize
+	tag := f.opener.Overhead()
+	if !f.peerSeg || len(d) < hdr+segHeaderLen+tag+1 || !isSegment(d[hdr:]) {
+		f.cnt.RxDropped.Add(1)
+		return
+	}
+	h := parseSegHeader(d[hdr:])
+	slot, err := f.reasm.slot(h, len(d)-hdr-segHeaderLen-tag)
+	if err != nil {
+		f.cnt.RxDropped.Add(1)
+		return
+	}
+	if err := f.opener.OpenSegment(slot, d); err != nil {
+		f.countOpenError(err)
+		return
+	}
+	frame, err := f.reasm.commit(h, len(slot))
+	f.segmentDone(frame, h.src, h.dst, err)
+}
+
+func (f *forwarder) segmentDone(frame []byte, src, dst mesh.PeerName, err error) {
 	if err != nil {
 		f.cnt.RxDropped.Add(1)
 	}

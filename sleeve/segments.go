@@ -28,14 +28,22 @@ import (
 // fit one datagram go out in Weave's framing as before.
 const SegmentsFeature = "SleeveSegments"
 
-// Segment record (the frames part of a datagram, in clear or sealed):
+// Segment layout. The segment header follows the datagram header in clear:
 //
-//	src(6) dst(6) 0xffff(2) id(4) offset(4) total(4) data
+//	plaintext: sender(6) | header(26) | data
+//	encrypted: sender(6) | seqNoAndDF(8, segment channel) | header(26) | data sealed | tag(16)
+//	header:    src(6) dst(6) 0xffff(2) id(4) offset(4) total(4)
 //
-// 0xffff is where a frame's length goes; no real frame of that length fits
-// a datagram, so a segment is never mistaken for a frame. id numbers the
-// frames of one sender (segment channel), offset and total place data in
-// the frame.
+// Encrypted, everything before the sealed data is the AEAD's additional
+// data, so the header is authenticated like the data; it is in clear so
+// that data is sealed straight from the captured frame and opened straight
+// into the frame being reassembled, with no copy on either side. It shows
+// the originating and destination peer names (Weave hides those inside the
+// box; the sender and the UDP addresses show them for direct traffic) and
+// each frame's size. 0xffff is where a frame's length goes in Weave's
+// framing; no real frame of that length fits a datagram, so a segment is
+// never mistaken for a frame. id numbers the frames of one sender, offset
+// and total place the data in its frame.
 const (
 	segMarker    = 0xffff
 	segHeaderLen = FrameOverhead + 12
@@ -52,9 +60,25 @@ var (
 	errSegOrder     = errors.New("segment out of order")
 )
 
-// isSegment reports whether the frames part of a datagram is a segment.
-func isSegment(frames []byte) bool {
-	return len(frames) >= segHeaderLen && binary.BigEndian.Uint16(frames[12:]) == segMarker
+// isSegment reports whether b (a datagram without its sender, or without
+// sender and seqNoAndDF) starts with a segment header.
+func isSegment(b []byte) bool {
+	return len(b) >= segHeaderLen && binary.BigEndian.Uint16(b[12:]) == segMarker
+}
+
+// segHeader is a parsed segment header.
+type segHeader struct {
+	src, dst   mesh.PeerName
+	id         uint32
+	off, total int
+}
+
+func parseSegHeader(b []byte) segHeader {
+	return segHeader{
+		src: PeerNameAt(b), dst: PeerNameAt(b[NameSize:]),
+		id:  binary.BigEndian.Uint32(b[14:]),
+		off: int(binary.BigEndian.Uint32(b[18:])), total: int(binary.BigEndian.Uint32(b[22:])),
+	}
 }
 
 // segEncoder builds runs of segment datagrams for one forwarder. It owns
@@ -99,23 +123,25 @@ func (e *segEncoder) fill(src, dst mesh.PeerName, id uint32, frame []byte, off, 
 		PutPeerName(d, e.sender)
 		hdr := NameSize
 		if e.aead != nil {
-			hdr += SeqSize
 			binary.BigEndian.PutUint64(d[NameSize:], e.seq|segBit)
+			hdr += SeqSize
 		}
-		r := d[hdr:]
-		PutPeerName(r, src)
-		PutPeerName(r[NameSize:], dst)
-		binary.BigEndian.PutUint16(r[12:], segMarker)
-		binary.BigEndian.PutUint32(r[14:], id)
-		binary.BigEndian.PutUint32(r[18:], uint32(off))
-		binary.BigEndian.PutUint32(r[22:], uint32(len(frame)))
-		copy(r[segHeaderLen:], frame[off:off+chunk])
-		size := hdr + segHeaderLen + chunk
+		h := d[hdr:]
+		PutPeerName(h, src)
+		PutPeerName(h[NameSize:], dst)
+		binary.BigEndian.PutUint16(h[12:], segMarker)
+		binary.BigEndian.PutUint32(h[14:], id)
+		binary.BigEndian.PutUint32(h[18:], uint32(off))
+		binary.BigEndian.PutUint32(h[22:], uint32(len(frame)))
+		hdr += segHeaderLen
+		size := hdr + chunk
 		if e.aead != nil {
 			aeadNonce(&e.nonce, e.outbound, e.seq|segBit)
-			sealed := e.aead.Seal(d[hdr:hdr], e.nonce[:], d[hdr:size], d[:hdr])
+			sealed := e.aead.Seal(d[hdr:hdr], e.nonce[:], frame[off:off+chunk], d[:hdr])
 			size = hdr + len(sealed)
 			e.seq++
+		} else {
+			copy(d[hdr:], frame[off:off+chunk])
 		}
 		n += size
 		off += chunk
@@ -127,53 +153,84 @@ func (e *segEncoder) fill(src, dst mesh.PeerName, id uint32, frame []byte, off, 
 }
 
 // reassembly puts one sender's frames back together from their segments,
-// which arrive in order on one flow. Owned by the receive goroutine.
+// which arrive in order on one flow. Owned by the receive goroutine. Data
+// goes straight into the frame: slot says where a segment's data belongs,
+// the caller writes (copies or opens) it there, and commit accounts for it.
 type reassembly struct {
 	active      bool
 	id          uint32
 	next, total int
 	src, dst    mesh.PeerName
 	buf         []byte
+	scratch     []byte // a new frame's first segment while another is unfinished
 }
 
-// add takes one segment record. It returns the frame once its last segment
-// is in (valid until the next add), or an error for a record that does not
-// continue the frame in progress: a new frame (offset 0) replaces an
-// unfinished one, whose loss is reported as errSegOrder.
+// slot checks the header of a segment with n data bytes and returns where
+// to write them. It changes nothing, and the slot never overlaps data of
+// the frame in progress, so a forged segment (which fails authentication
+// after being opened into its slot) costs nothing: a segment that does not
+// continue the frame in progress (a new frame's first, or one out of
+// order) gets a scratch slot, and commit decides.
+func (r *reassembly) slot(h segHeader, n int) ([]byte, error) {
+	if h.total <= 0 || h.total > MaxSegmentedFrame || n <= 0 || h.off < 0 || h.off > h.total-n {
+		return nil, fmt.Errorf("%w: offset %d, %d bytes, frame of %d", errSegBadHeader, h.off, n, h.total)
+	}
+	if r.buf == nil {
+		r.buf, r.scratch = make([]byte, MaxSegmentedFrame), make([]byte, MaxSegmentedFrame)
+	}
+	switch {
+	case r.continues(h):
+		return r.buf[h.off : h.off+n], nil
+	case h.off == 0 && !r.active:
+		return r.buf[:n], nil
+	}
+	return r.scratch[:n], nil
+}
+
+func (r *reassembly) continues(h segHeader) bool {
+	return r.active && h.off > 0 && h.id == r.id && h.off == r.next && h.total == r.total && h.src == r.src && h.dst == r.dst
+}
+
+// commit records the n data bytes written (and authenticated) in the slot
+// of h. It returns the frame once its last segment is in (valid until the
+// next slot), and errSegOrder when the segment cost a frame: it replaced an
+// unfinished one, or arrived out of order (which ends the frame in
+// progress: its missing data will not come).
+func (r *reassembly) commit(h segHeader, n int) (frame []byte, err error) {
+	switch {
+	case r.continues(h):
+	case h.off == 0:
+		if r.active {
+			err = fmt.Errorf("%w: frame %d lost at %d of %d bytes", errSegOrder, r.id, r.next, r.total)
+			copy(r.buf, r.scratch[:n])
+		}
+		r.active, r.id, r.next, r.total, r.src, r.dst = true, h.id, 0, h.total, h.src, h.dst
+	case r.active:
+		r.active = false
+		return nil, fmt.Errorf("%w: frame %d at %d, got frame %d at %d", errSegOrder, r.id, r.next, h.id, h.off)
+	default:
+		return nil, fmt.Errorf("%w: frame %d at %d with no frame begun", errSegOrder, h.id, h.off)
+	}
+	r.next += n
+	if r.next < r.total {
+		return nil, err
+	}
+	r.active = false
+	return r.buf[:r.total], err
+}
+
+// add takes one plaintext segment (header and data): slot, copy, commit.
 func (r *reassembly) add(rec []byte) (frame []byte, src, dst mesh.PeerName, err error) {
 	if !isSegment(rec) {
 		return nil, 0, 0, errSegBadHeader
 	}
-	id := binary.BigEndian.Uint32(rec[14:])
-	off := int(binary.BigEndian.Uint32(rec[18:]))
-	total := int(binary.BigEndian.Uint32(rec[22:]))
+	h := parseSegHeader(rec)
 	data := rec[segHeaderLen:]
-	if total <= 0 || total > MaxSegmentedFrame || len(data) == 0 || off < 0 || off > total-len(data) {
-		return nil, 0, 0, fmt.Errorf("%w: offset %d, %d bytes, frame of %d", errSegBadHeader, off, len(data), total)
-	}
-	if off == 0 {
-		if r.active {
-			err = fmt.Errorf("%w: frame %d lost at %d of %d bytes", errSegOrder, r.id, r.next, r.total)
-		}
-		if r.buf == nil {
-			r.buf = make([]byte, MaxSegmentedFrame)
-		}
-		r.active, r.id, r.next, r.total = true, id, 0, total
-		r.src, r.dst = PeerNameAt(rec), PeerNameAt(rec[NameSize:])
-	} else if !r.active || id != r.id || off != r.next || total != r.total ||
-		PeerNameAt(rec) != r.src || PeerNameAt(rec[NameSize:]) != r.dst {
-		was := r.active
-		r.active = false
-		if was {
-			return nil, 0, 0, fmt.Errorf("%w: frame %d at %d, got frame %d at %d", errSegOrder, r.id, r.next, id, off)
-		}
-		return nil, 0, 0, fmt.Errorf("%w: frame %d at %d with no frame begun", errSegOrder, id, off)
-	}
-	copy(r.buf[off:], data)
-	r.next += len(data)
-	if r.next < r.total {
+	dstSlot, err := r.slot(h, len(data))
+	if err != nil {
 		return nil, 0, 0, err
 	}
-	r.active = false
-	return r.buf[:r.total], r.src, r.dst, err
+	copy(dstSlot, data)
+	frame, err = r.commit(h, len(data))
+	return frame, h.src, h.dst, err
 }

@@ -153,19 +153,17 @@ func TestSegEncoderRoundTrip(t *testing.T) {
 						if PeerNameAt(d) != peerA {
 							t.Fatal("segment does not name its sender")
 						}
-						rec := d[NameSize:]
+						var f []byte
+						var err error
 						if op != nil {
 							if h, _ := ParseSealed(d); !h.Seg || h.DF {
 								t.Fatalf("segment sealed on channel DF=%v Seg=%v", h.DF, h.Seg)
 							}
 							last = bytes.Clone(d)
-							p, err := op.Open(nil, d)
-							if err != nil {
-								t.Fatalf("open segment: %v", err)
-							}
-							rec = p
+							f, err = openInto(&r, op, d)
+						} else {
+							f, _, _, err = r.add(d[NameSize:])
 						}
-						f, _, _, err := r.add(rec)
 						if err != nil {
 							t.Fatalf("reassemble: %v", err)
 						}
@@ -182,12 +180,79 @@ func TestSegEncoderRoundTrip(t *testing.T) {
 					t.Fatalf("%d-byte frame in %d runs", n, runs)
 				}
 				if op != nil {
-					if _, err := op.Open(nil, last); !errors.Is(err, ErrReplay) {
+					if err := op.OpenSegment(make([]byte, len(last)-sealedSegOverhead), last); !errors.Is(err, ErrReplay) {
 						t.Fatalf("replayed segment: %v, want ErrReplay", err)
 					}
 				}
 			}
 		})
+	}
+}
+
+// sealedSegOverhead is what an encrypted segment adds to its data.
+const sealedSegOverhead = NameSize + SeqSize + segHeaderLen + 16
+
+// openInto is the receive path for one encrypted segment: slot, open into
+// it, commit.
+func openInto(r *reassembly, op *Opener, d []byte) ([]byte, error) {
+	h := parseSegHeader(d[NameSize+SeqSize:])
+	slot, err := r.slot(h, len(d)-sealedSegOverhead)
+	if err != nil {
+		return nil, err
+	}
+	if err := op.OpenSegment(slot, d); err != nil {
+		return nil, err
+	}
+	return r.commit(h, len(slot))
+}
+
+// TestForgedSegmentsCostNothing: segments that fail authentication, at the
+// next offset or as a new frame's first segment, leave the frame in
+// progress intact.
+func TestForgedSegmentsCostNothing(t *testing.T) {
+	a, err := newAEAD(bestCipher(), &testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := newSegEncoder(peerA, a, true)
+	op, err := NewOpenerCipher(&testKey, bestCipher(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const segSize = 1472
+	frame := patterned(20000)
+	run, _ := enc.fill(peerA, peerB, enc.begin(), frame, 0, segSize)
+	var segs [][]byte
+	for s := 0; s < len(run); s += segSize {
+		segs = append(segs, bytes.Clone(run[s:min(s+segSize, len(run))]))
+	}
+	forge := func(seg []byte, off int) []byte {
+		d := bytes.Clone(seg)
+		binary.BigEndian.PutUint32(d[NameSize+SeqSize+18:], uint32(off)) // header is authenticated
+		binary.BigEndian.PutUint64(d[NameSize:], binary.BigEndian.Uint64(d[NameSize:])+1000)
+		return d
+	}
+	var r reassembly
+	var out []byte
+	for i, seg := range segs {
+		if i == 2 {
+			next := r.next
+			for _, bad := range [][]byte{forge(seg, 0), forge(seg, next)} {
+				if _, err := openInto(&r, op, bad); !errors.Is(err, ErrAuth) {
+					t.Fatalf("forged segment: %v, want ErrAuth", err)
+				}
+			}
+		}
+		f, err := openInto(&r, op, seg)
+		if err != nil {
+			t.Fatalf("segment %d: %v", i, err)
+		}
+		if f != nil {
+			out = f
+		}
+	}
+	if !bytes.Equal(out, frame) {
+		t.Fatalf("frame of %d bytes came back as %d bytes or corrupted", len(frame), len(out))
 	}
 }
 
