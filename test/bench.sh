@@ -10,6 +10,9 @@
 #   plain-j, crypt-j  (not in the default list) plain / crypt with
 #            --sleeve-framing=jumbo: the round-1 framing (one IP-fragmented
 #            64 KiB datagram per frame), for the A/B against segments
+#   fdp-nobr (not in the default list) fastdp with bridged frames kept out of
+#            netfilter (net.bridge.bridge-nf-call-iptables=0 in the host
+#            namespaces): what br_netfilter and conntrack on bridged traffic cost
 #   wg       wireguard-go between c1 and c2 over a veth (encrypted userspace
 #            anchor; needs `wg` from wireguard-tools, builds wireguard-go
 #            from the Go module proxy into bin/ once; skipped if unavailable)
@@ -134,6 +137,13 @@ setup_fastdp_ct() {
 	for h in h1 h2; do
 		for c in PREROUTING OUTPUT; do nsx "$P-$h" iptables -w -t raw -D "$c" -j WEAVE-NOTRACK; done
 	done
+}
+
+# setup_fastdp_nobr: setup_fastdp, then bridged frames kept out of iptables.
+setup_fastdp_nobr() {
+	local h
+	setup_fastdp
+	for h in h1 h2; do nsx "$P-$h" sysctl -qw net.bridge.bridge-nf-call-iptables=0; done
 }
 
 # setup_vxlan: two hosts on one underlay veth; in each a bridge with a
@@ -296,6 +306,7 @@ for s in $SCENARIOS; do
 	crypt-j) say "scenario crypt-j: weave sleeve, --password, jumbo framing"; setup_weave --password "$PASSWORD" --sleeve-framing=jumbo ;;
 	fastdp) say "scenario fastdp: weave VXLAN fast path"; setup_fastdp ;;
 	fdp-ct) say "scenario fdp-ct: fastdp with conntrack on for its UDP"; setup_fastdp_ct ;;
+	fdp-nobr) say "scenario fdp-nobr: fastdp, bridged frames not through iptables"; setup_fastdp_nobr ;;
 	wg) say "scenario wg: wireguard-go c1<->c2"; setup_wg || ok=0 ;;
 	*) die "unknown scenario $s" ;;
 	esac
