@@ -25,6 +25,7 @@ type clusterOpts struct {
 	noLaunch  []int    // hosts whose router the test launches itself
 	fastdp    bool     // keep the VXLAN fast path (launch without --no-fastdp)
 	expectNPC bool     // launch with --expect-npc (bridge closed until weave-npc allows)
+	extra     []string // more launch arguments for every router
 }
 
 // cluster is a topology with one router and one container per host.
@@ -107,6 +108,7 @@ func (cl *cluster) launchArgs(i int) []string {
 	if cl.opts.expectNPC {
 		args = append(args, "--expect-npc")
 	}
+	args = append(args, cl.opts.extra...)
 	if i != cl.opts.hub {
 		args = append(args, cl.host(cl.opts.hub).IP)
 	}
