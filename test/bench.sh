@@ -50,7 +50,7 @@ P="w$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n' | cut -c1-5)-$$"  # netnstest s
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/weave-bench.XXXXXX")
 CLK_TCK=$(getconf CLK_TCK)
 NAMESPACES=()
-declare -A TCP RTT MED CPU TCP4 UDPR UDPL IDLE
+declare -A TCP RTT MED CPU TCP4 UDPR UDPL IDLE UDPA UDPH UDPT
 
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'bench: FAILED: %s\n' "$*" >&2; exit 1; }
@@ -251,15 +251,29 @@ measure() {
 # measure_udp LABEL: iperf3 UDP at each of UDP_RATES (server already up):
 # the receiver's delivered Mbit/s and loss %.
 measure_udp() {
-	local label=$1 rate line
+	local label=$1 rate line app0 rtr0 lost
 	for rate in $UDP_RATES; do
 		say "$label: iperf3 UDP -b $rate -l $UDP_LEN (${UDP_SECONDS}s)"
+		app0=$(udp_rcvbuf_errors "$P-c2"); rtr0=$(udp_rcvbuf_errors "$P-h2")
 		line=$(timeout $((UDP_SECONDS + 20)) ip netns exec "$P-c1" iperf3 -c 10.2.1.2 -p 5201 -u -b "$rate" -l "$UDP_LEN" \
 			-t "$UDP_SECONDS" -f m 2>/dev/null | grep receiver | tail -1) || true
 		UDPR[$label,$rate]=$(awk '{for (i = 2; i <= NF; i++) if ($i == "Mbits/sec") {print $(i-1); exit}}' <<<"$line")
 		UDPL[$label,$rate]=$(sed -n 's/.*(\([0-9.e+-]*\)%).*/\1/p' <<<"$line")
 		UDPR[$label,$rate]=${UDPR[$label,$rate]:-NA}; UDPL[$label,$rate]=${UDPL[$label,$rate]:-NA}
+		if [ "$rate" = "${UDP_RATES%% *}" ]; then # where the first rate's losses went
+			lost=$(sed -n 's#.* \([0-9][0-9]*\)/[0-9][0-9]* (.*#\1#p' <<<"$line")
+			UDPA[$label]=$(($(udp_rcvbuf_errors "$P-c2") - app0))
+			if [ -e "/var/run/netns/$P-h2" ]; then UDPH[$label]=$(($(udp_rcvbuf_errors "$P-h2") - rtr0)); else UDPH[$label]=-; fi
+			UDPT[$label]=${lost:-NA}
+		fi
 	done
+}
+
+# udp_rcvbuf_errors NS: the namespace's UDP RcvbufErrors (datagrams a full
+# socket receive buffer dropped); 0 when NS does not exist.
+udp_rcvbuf_errors() {
+	# shellcheck disable=SC2016 # awk's own $6
+	ip netns exec "$1" awk '/^Udp:/ && n++ {print $6; exit}' /proc/net/snmp 2>/dev/null || echo 0
 }
 
 # profile LABEL: one TCP and one UDP-1G run under perf (server already up);
@@ -361,6 +375,16 @@ for l in $SCENARIOS; do
 done
 echo "(TCP -P4: one ${DURATION}s run, four streams; UDP: ${UDP_LEN}-byte datagrams for ${UDP_SECONDS}s at each offered rate,"
 echo " delivered rate and loss at the receiver; idle CPU: per router (mean of the two) over ${IDLE_SECONDS}s with no traffic)"
+echo
+echo "UDP ${UDP_RATES%% *} offered: where the lost datagrams went (socket receive buffers that overflowed)"
+printf '%-8s %10s %22s %26s %12s\n' path lost "receiving app socket" "receiving host (router)" elsewhere
+for l in $SCENARIOS; do
+	[ -n "${UDPT[$l]:-}" ] || continue
+	other=NA
+	case "${UDPT[$l]}${UDPA[$l]}${UDPH[$l]}" in *NA*) ;; *) other=$((UDPT[$l] - UDPA[$l] - ${UDPH[$l]/-/0})) ;; esac
+	printf '%-8s %10s %22s %26s %12s\n' "$l" "${UDPT[$l]}" "${UDPA[$l]}" "${UDPH[$l]}" "$other"
+done
+echo "(app socket: iperf3's in c2, and wireguard-go's own for wg; elsewhere: capture, sockets' send side, qdiscs, the wire)"
 print_targets
 
 if [ "$GO_BENCH" = 1 ]; then
