@@ -32,8 +32,15 @@ const (
 // DefaultMonitorInterval is used when Firewall.Monitor gets interval <= 0.
 const DefaultMonitorInterval = 10 * time.Second
 
-// canaryTables lists the tables that hold a canary chain.
-var canaryTables = []string{"filter", "nat", "mangle"}
+// canaryTables lists the tables that hold a canary chain: those that hold
+// our rules. No table is created that we put nothing in: with iptables-nft
+// every table registers its hooks, which then run for every packet
+// (bridged frames too, through br_netfilter).
+var canaryTables = []string{"filter", "nat"}
+
+// legacyChains are chains earlier versions created that Remove still
+// deletes (a mangle canary, which made the mangle table exist for nothing).
+var legacyChains = []iptRule{{table: "mangle", chain: ChainCanary}}
 
 // iptRule is one rule: table, chain and the match/target arguments.
 type iptRule struct {
@@ -41,13 +48,17 @@ type iptRule struct {
 	args         []string
 }
 
-// chains returns every chain Firewall.Ensure creates, by table.
+// chains returns every chain Firewall.Ensure creates, by table. The raw
+// table's ChainNoTrack comes only with NoTrackUDP (see noTrackChain).
 func chains() []iptRule {
 	return []iptRule{
-		{table: "filter", chain: ChainCanary}, {table: "nat", chain: ChainCanary}, {table: "mangle", chain: ChainCanary},
-		{table: "filter", chain: ChainExpose}, {table: "nat", chain: ChainNAT}, {table: "raw", chain: ChainNoTrack},
+		{table: "filter", chain: ChainCanary}, {table: "nat", chain: ChainCanary},
+		{table: "filter", chain: ChainExpose}, {table: "nat", chain: ChainNAT},
 	}
 }
+
+// noTrackChain is the raw-table chain of NoTrackUDP's rules.
+var noTrackChain = iptRule{table: "raw", chain: ChainNoTrack}
 
 // noTrackJumps send locally received and sent packets through ChainNoTrack.
 var noTrackJumps = []iptRule{
@@ -128,7 +139,16 @@ func (f *Firewall) ensureLocked() error {
 			return err
 		}
 	}
-	for _, r := range append([]iptRule{natJump}, noTrackJumps...) {
+	if err := f.ipt.ensureRule(natJump, 0); err != nil {
+		return err
+	}
+	if len(f.noTrack) == 0 {
+		return nil // no raw table unless something needs it
+	}
+	if err := f.ipt.ensureChain(noTrackChain.table, noTrackChain.chain); err != nil {
+		return err
+	}
+	for _, r := range noTrackJumps {
 		if err := f.ipt.ensureRule(r, 0); err != nil {
 			return err
 		}
@@ -162,7 +182,7 @@ func (f *Firewall) Remove() error {
 	for _, r := range append(append(forwardRules(f.bridge), natJump), noTrackJumps...) {
 		errs = append(errs, f.ipt.deleteRule(r))
 	}
-	for _, c := range chains() {
+	for _, c := range append(append(chains(), noTrackChain), legacyChains...) {
 		errs = append(errs, f.ipt.deleteChain(c.table, c.chain))
 	}
 	return errors.Join(errs...)

@@ -35,8 +35,13 @@ func TestFirewallEnsureRules(t *testing.T) {
 			t.Errorf("%q appears %d times, want once; dump:\n%s", line, n, dump)
 		}
 	}
-	if n := countLines(dump, ":WEAVE-CANARY - [0:0]"); n != 3 {
-		t.Errorf("WEAVE-CANARY in %d tables, want 3 (filter, nat, mangle)", n)
+	if n := countLines(dump, ":WEAVE-CANARY - [0:0]"); n != 2 {
+		t.Errorf("WEAVE-CANARY in %d tables, want 2 (filter, nat)", n)
+	}
+	for _, table := range []string{"*mangle", "*raw"} {
+		if strings.Contains(dump, table) {
+			t.Errorf("Ensure created table %s, which holds none of our rules:\n%s", table, dump)
+		}
 	}
 	in(t, nsPath, func() error { return NewFirewall(bridge, "").Remove() })
 	if dump := iptablesSave(t, nsPath); strings.Contains(dump, "WEAVE") {
@@ -75,7 +80,7 @@ func TestMonitorRestoresCanaryAndExposure(t *testing.T) {
 	eventually(t, "monitor to restore nat rules", func() bool {
 		dump := iptablesSave(t, nsPath)
 		return strings.Contains(dump, exposeRule) && strings.Contains(dump, "-A POSTROUTING -j WEAVE") &&
-			countLines(dump, ":WEAVE-CANARY - [0:0]") == 3
+			countLines(dump, ":WEAVE-CANARY - [0:0]") == 2
 	})
 }
 
@@ -200,5 +205,19 @@ func TestFirewallFollowsBackend(t *testing.T) {
 				t.Fatalf("rules leaked into the %s backend:\n%s", tc.other, other)
 			}
 		})
+	}
+}
+
+// TestFirewallRemovesLegacyMangleCanary: a mangle canary left by an earlier
+// version goes with Remove (and Ensure no longer creates one).
+func TestFirewallRemovesLegacyMangleCanary(t *testing.T) {
+	nsPath, bridge := hostWithBridge(t, 0)
+	if out, err := run(t, nsPath, "iptables", "-t", "mangle", "-N", ChainCanary); err != nil {
+		t.Fatalf("create legacy canary: %v: %s", err, out)
+	}
+	in(t, nsPath, func() error { return NewFirewall(bridge, "").Ensure() })
+	in(t, nsPath, func() error { return NewFirewall(bridge, "").Remove() })
+	if dump := iptablesSave(t, nsPath); strings.Contains(dump, "WEAVE") {
+		t.Errorf("Firewall.Remove left WEAVE chains:\n%s", dump)
 	}
 }
