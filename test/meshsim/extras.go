@@ -16,8 +16,8 @@ import (
 
 // pickAddresses chooses the Loopback block and the shared ports.
 func (s *Sim) pickAddresses() error {
-	if s.opts.Liveness && !s.opts.Loopback {
-		return fmt.Errorf("meshsim: Liveness needs Loopback (one port for every peer)")
+	if (s.opts.Liveness || s.opts.Sleeve) && !s.opts.Loopback {
+		return fmt.Errorf("meshsim: Liveness and Sleeve need Loopback (one port for every peer)")
 	}
 	if !s.opts.Loopback {
 		return nil
@@ -157,12 +157,16 @@ func (s *Sim) stopExtras(p *Peer, graceful bool) {
 }
 
 // Kill makes peer i vanish as a SIGKILLed router does: its liveness stops
-// without leaving, its IPAM stops, and every link to it is cut, so its
-// mesh connections fail and never establish again.
+// without leaving, its IPAM stops, and its mesh router stops, which (as
+// the kernel does for a killed process) closes its listener and every
+// connection, and it dials no more. Its links are cut too, so the data
+// plane drops frames to it at once.
 func (s *Sim) Kill(i int) {
 	p := s.Peers[i]
 	p.killed = true
 	s.stopExtras(p, false)
+	_ = p.Mesh.Stop()
+	p.Router.Stop()
 	for j, q := range s.Peers {
 		if j != i {
 			delete(s.links, mkLink(p.Name, q.Name))
@@ -191,3 +195,30 @@ func (s *Sim) PrimeIPAM(ctx context.Context, i int) error {
 	}
 	return nil
 }
+
+// LoopbackIP returns the Loopback address of peer i; i may be past the
+// last peer (an address for a router outside the Sim, e.g. a real weaver).
+func (s *Sim) LoopbackIP(i int) string { return s.loopbackIP(i) }
+
+// Ports returns the shared mesh (and sleeve) port and the liveness port.
+func (s *Sim) Ports() (meshPort, livenessPort int) { return s.port, s.lport }
+
+// SpreadTargets returns the initial peers of peer i in a ring of n: its
+// two ring neighbours, the peer opposite and one random peer. With a
+// connection limit far below n this gives a connected graph of small
+// diameter from the start, and one refusal by a full neighbour leaves a
+// newcomer three other ways in (weave launch with several peers).
+func SpreadTargets(i, n int, rng *rand.Rand) []int {
+	seen := map[int]bool{i: true}
+	var out []int
+	for _, j := range []int{(i + n - 1) % n, (i + 1) % n, (i + n/2) % n, rng.IntN(n)} {
+		if !seen[j] {
+			seen[j] = true
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// IsKilled reports whether p was killed.
+func (s *Sim) IsKilled(p *Peer) bool { return p.killed }

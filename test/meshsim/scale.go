@@ -3,6 +3,7 @@ package meshsim
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
 	"runtime"
@@ -136,6 +137,21 @@ func (s *Sim) TCPBytesSent() (uint64, error) {
 	return total, nil
 }
 
+// MeshConnections counts the established TCP connections to the shared
+// mesh port in the Loopback block (each mesh connection once, at its
+// accepting end). Needs ss (iproute2).
+func (s *Sim) MeshConnections() (int, error) {
+	if !s.opts.Loopback {
+		return 0, fmt.Errorf("meshsim: MeshConnections needs Loopback")
+	}
+	block := fmt.Sprintf("127.%d.0.0/16", s.base[0])
+	out, err := exec.Command("ss", "-tnH", "state", "established", "src", block, "sport", "= :"+strconv.Itoa(s.port)).Output()
+	if err != nil {
+		return 0, fmt.Errorf("ss: %w", err)
+	}
+	return strings.Count(string(out), "\n"), nil
+}
+
 // LivenessPacketBytes sums the UDP bytes every live peer's detector sent.
 func (s *Sim) LivenessPacketBytes() uint64 {
 	var total uint64
@@ -153,4 +169,27 @@ func HeapInuse() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapInuse
+}
+
+// ProcStatus returns VmRSS and VmHWM (bytes) of process pid ("self" for
+// this one) from /proc/<pid>/status.
+func ProcStatus(pid string) (rss, hwm uint64, err error) {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseUint(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			rss = v << 10
+		case "VmHWM:":
+			hwm = v << 10
+		}
+	}
+	return rss, hwm, nil
 }

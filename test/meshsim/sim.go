@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/seedf75a49c6/weave/ipam"
 	"github.com/seedf75a49c6/weave/liveness"
 	"github.com/seedf75a49c6/weave/router"
+	"github.com/seedf75a49c6/weave/sleeve"
 )
 
 // Options configures a Sim. Zero fields take the documented defaults.
@@ -44,6 +46,11 @@ type Options struct {
 	ReclaimAfter time.Duration
 	// GossipInterval is mesh's gossip interval; default mesh's 30 s.
 	GossipInterval time.Duration
+	// Sleeve gives every peer the real sleeve overlay (UDP on its
+	// Loopback address and the shared port) instead of a FakeOverlay, so
+	// a real weaver can join the simulation: its sleeve forwarders need
+	// heartbeats answered. Needs Loopback; Peer.Overlay is then nil.
+	Sleeve bool
 }
 
 // Peer is one simulated weave peer.
@@ -53,7 +60,7 @@ type Peer struct {
 	Addr     string // mesh TCP address
 	Mesh     *mesh.Router
 	Router   *router.NetworkRouter
-	Overlay  *FakeOverlay
+	Overlay  *FakeOverlay // nil with Options.Sleeve
 	Injector *Injector
 	IP       string             // its own address
 	Live     *liveness.Detector // with Options.Liveness
@@ -118,8 +125,22 @@ func (s *Sim) startPeer(i int) (*Peer, error) {
 	log := s.opts.Logger.With("peer", nick)
 	cfg := s.opts.Router
 	cfg.Logger = log
-	ov := NewFakeOverlay(s.opts.OverlayName, name, s.Net)
-	nr := router.NewNetworkRouter(cfg, ov)
+	var (
+		ov *FakeOverlay
+		nr *router.NetworkRouter
+	)
+	if s.opts.Sleeve {
+		fh := &lateHandler{}
+		sl, err := sleeve.New(sleeve.Config{Host: ip, Port: port, LocalPeer: name, Handler: fh, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("start sleeve of %s: %w", nick, err)
+		}
+		nr = router.NewNetworkRouter(cfg, sl)
+		fh.r.Store(nr)
+	} else {
+		ov = NewFakeOverlay(s.opts.OverlayName, name, s.Net)
+		nr = router.NewNetworkRouter(cfg, ov)
+	}
 	m, err := mesh.NewRouter(s.meshConfig(ip, port), name, nick, nr.MeshOverlay(), meshLogger{log})
 	if err != nil {
 		return nil, fmt.Errorf("create mesh router %s: %w", name, err)
@@ -130,7 +151,11 @@ func (s *Sim) startPeer(i int) (*Peer, error) {
 		return nil, err
 	}
 	nr.Start(m, p.Injector)
-	s.Net.Attach(name, nr, ov)
+	if ov != nil {
+		s.Net.Attach(name, nr, ov)
+	} else {
+		s.Net.Attach(name, nr)
+	}
 	m.Start()
 	if err := s.startLiveness(p, log); err != nil {
 		return nil, err
@@ -260,8 +285,19 @@ func (s *Sim) convergenceProblem() string {
 	return ""
 }
 
-// Stop stops every peer's router and overlay. Idempotent. (The mesh
-// library cannot close its listener; those goroutines outlive the Sim.)
+// lateHandler hands sleeve's frames to the network router built after it.
+type lateHandler struct {
+	r atomic.Pointer[router.NetworkRouter]
+}
+
+func (h *lateHandler) HandleForwarded(src, dst mesh.PeerName, frame []byte) {
+	if r := h.r.Load(); r != nil {
+		r.HandleForwarded(src, dst, frame)
+	}
+}
+
+// Stop stops every peer's router, overlay and mesh (the patched mesh
+// closes its listener and connections). Idempotent.
 func (s *Sim) Stop() {
 	var wg sync.WaitGroup
 	for _, p := range s.Peers {
