@@ -173,13 +173,17 @@ func runScale(t *testing.T, n int, window, limit time.Duration, steady bool) {
 // within IPAM's 60 s timeouts (at 5 peers it does, TestKilledPeer...).
 func scaleIPAM(t *testing.T, ctx context.Context, s *meshsim.Sim, start time.Time) time.Duration {
 	t.Helper()
+	t0 := time.Now()
 	if err := s.PrimeIPAM(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("IPAM primed on p0: %v", r(time.Since(t0)))
 	for i := 1; i < 5; i++ {
+		t0 = time.Now()
 		if err := s.Allocate(ctx, i, fmt.Sprintf("c%d", i)); err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("IPAM allocation on p%d: %v", i, r(time.Since(t0)))
 	}
 	return since(t, ctx, start, "cold IPAM ring", s.RingProblem)
 }
