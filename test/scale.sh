@@ -2,7 +2,7 @@
 # scale.sh - the many-router simulation at bigger sizes: N routers (real
 # weaveworks/mesh, IPAM and liveness, fake data plane) in one process on
 # loopback, one address each (127.A.x.y) and one shared port, a sparse
-# overlay (mesh conn limit 16, four spread initial peers each). Prints, per
+# overlay (four spread initial peers each, discovery off, conn limit 16). Prints, per
 # size, the time for topology, liveness and the IPAM ring to converge after
 # a cold start and after a router dies, mesh TCP and liveness UDP bytes per
 # peer per second, heap per peer and the process's RSS
@@ -16,10 +16,12 @@
 #              to write cpu.pprof and mem.pprof of the run into;
 #              IPAM [0]: 1 adds an allocator per router (see scale_test.go);
 #              CONNLIMIT [16]: mesh connection limit per router;
+#              DISCOVERY [0]: 1 turns mesh peer discovery on;
 #              REAL [0]: 1 (or a size) makes a real bin/weaver (make build)
 #              the last router of the 200-router (or that size) run, with
 #              the sim on the real sleeve overlay, and prints its VmRSS and
 #              VmHWM once joined and after the window (needs root);
+#              LIMIT [30m]: deadline of each size's run;
 #              MAXRSS_MB [12000]: kill the run if it grows beyond.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,6 +53,8 @@ if [ -n "$PROFILE" ]; then
 fi
 env=(MESHSIM_SCALE="$SIZES" MESHSIM_WINDOW="$WINDOW" MESHSIM_IPAM="${IPAM:-0}")
 [ -n "${CONNLIMIT:-}" ] && env+=(MESHSIM_CONNLIMIT="$CONNLIMIT")
+[ -n "${DISCOVERY:-}" ] && env+=(MESHSIM_DISCOVERY="$DISCOVERY")
+[ -n "${LIMIT:-}" ] && env+=(MESHSIM_LIMIT="$LIMIT")
 if [ "$REAL" != 0 ]; then
   [ -x bin/weaver ] || { echo "REAL=$REAL needs bin/weaver: run make build" >&2; exit 1; }
   env+=(MESHSIM_WEAVER="$ROOT/bin/weaver")

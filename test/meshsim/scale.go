@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weaveworks/mesh"
+
 	"github.com/seedf75a49c6/weave/liveness"
 )
 
@@ -192,4 +194,73 @@ func ProcStatus(pid string) (rss, hwm uint64, err error) {
 		}
 	}
 	return rss, hwm, nil
+}
+
+// TopologyDiagnosis explains the first pair TopologyProblem finds: the
+// missing peer's record of itself (version, connections, established or
+// not) next to what the peer lacking the route and the missing peer's
+// neighbours hold about it. For logs of a stuck run; it takes a mesh
+// status of several routers, so call it rarely.
+func (s *Sim) TopologyDiagnosis() string {
+	for _, p := range s.Alive() {
+		for _, q := range s.Peers {
+			if q == p {
+				continue
+			}
+			if _, has := p.Mesh.Routes.Unicast(q.Name); has == q.killed {
+				out := fmt.Sprintf("%s about %s: %s", p.NickName, q.NickName, peerRecord(p, q.Name))
+				if !q.killed {
+					out += fmt.Sprintf("; %s about itself: %s", q.NickName, peerRecord(q, q.Name))
+					for _, c := range ownConnections(q) {
+						if n := s.byName(c); n != nil && n != p {
+							out += fmt.Sprintf("; neighbour %s about %s: %s", n.NickName, q.NickName, peerRecord(n, q.Name))
+						}
+					}
+				}
+				return out
+			}
+		}
+	}
+	return ""
+}
+
+func (s *Sim) byName(name string) *Peer {
+	for _, p := range s.Peers {
+		if p.Name.String() == name {
+			return p
+		}
+	}
+	return nil
+}
+
+func ownConnections(p *Peer) []string {
+	var out []string
+	for _, ps := range mesh.NewStatus(p.Mesh).Peers {
+		if ps.Name == p.Name.String() {
+			for _, c := range ps.Connections {
+				out = append(out, c.Name)
+			}
+		}
+	}
+	return out
+}
+
+// peerRecord is what of's mesh holds about peer: version and connections
+// (nickname, + established / - not).
+func peerRecord(of *Peer, peer mesh.PeerName) string {
+	for _, ps := range mesh.NewStatus(of.Mesh).Peers {
+		if ps.Name != peer.String() {
+			continue
+		}
+		var cs []string
+		for _, c := range ps.Connections {
+			mark := "-"
+			if c.Established {
+				mark = "+"
+			}
+			cs = append(cs, mark+c.NickName)
+		}
+		return fmt.Sprintf("v%d [%s]", ps.Version, strings.Join(cs, " "))
+	}
+	return "unknown"
 }

@@ -54,17 +54,23 @@ func TestScaleBench(t *testing.T) {
 const reclaimAfter = 3 * time.Second
 
 // scaleConnLimit caps each simulated router's mesh connections (the
-// daemon's default is 200; a real cluster sets --conn-limit the same). With
-// discovery every router dials every peer it learns about up to the limit,
-// and the pinned mesh gossips its whole topology (every peer with all its
-// connections) to each new neighbour and relays every change: with a limit
-// of 64 (a full mesh up to 64) a cold start of n routers made O(n^2)
-// connection changes each gossiping an O(n^2) topology, and 200 routers
-// grew one process to 8 GB. 16 keeps the topology O(16 n) and the graph
-// well connected; each router's initial peers (meshsim.SpreadTargets: ring
-// neighbours, the opposite peer, a random one) keep a newcomer joined when
-// a full neighbour refuses it. MESHSIM_CONNLIMIT overrides it.
+// daemon's default is 200). The scale runs build a sparse overlay: peer
+// discovery off, each router dialling the four meshsim.SpreadTargets (ring
+// neighbours, the opposite peer, a random one), so about 6-8 connections
+// each, a connected graph of small diameter (weave launch --no-discovery
+// with four peers; --conn-limit 16 is then only a cap). Why not a full
+// mesh: with discovery and a limit of 64 the pinned mesh gossips its whole
+// topology to each new neighbour and relays every change, a cold start of
+// n routers made O(n^2) changes x O(n^2) topology and 200 routers grew one
+// process to 8 GB. Why not discovery with a limit of 16: discovery fills
+// every router up to the limit, and a router whose four initial peers were
+// full by then stayed cut off (p4 of 200 had no route after 2 min: nobody
+// knows a router without a connection, so nobody dials it).
+// MESHSIM_CONNLIMIT overrides the cap, MESHSIM_DISCOVERY=1 turns discovery
+// on.
 const scaleConnLimit = 16
+
+func discovery() bool { return os.Getenv("MESHSIM_DISCOVERY") == "1" }
 
 func connLimit() int {
 	if v, err := strconv.Atoi(os.Getenv("MESHSIM_CONNLIMIT")); err == nil && v > 0 {
@@ -117,7 +123,7 @@ func runScale(t *testing.T, n int, window, limit time.Duration, steady bool) {
 	}
 	f.connLimit = connLimit()
 	s := meshsim.New(t, simN, meshsim.Options{
-		Loopback: true, PeerDiscovery: true, ConnLimit: f.connLimit, Sleeve: bin != "",
+		Loopback: true, PeerDiscovery: discovery(), ConnLimit: f.connLimit, Sleeve: bin != "",
 		Liveness: true, LivenessTiming: scaleTiming, IPAM: withIPAM, ReclaimAfter: reclaimAfter,
 	})
 	rng := rand.New(rand.NewPCG(uint64(n), 15))
@@ -130,7 +136,7 @@ func runScale(t *testing.T, n int, window, limit time.Duration, steady bool) {
 	if bin != "" {
 		w = startWeaver(t, s, bin, withIPAM, rng)
 	}
-	f.coldTopo = since(t, ctx, start, "cold topology", s.TopologyProblem)
+	f.coldTopo = since(t, ctx, start, "cold topology", s.TopologyProblem, s.TopologyDiagnosis)
 	f.coldLive = since(t, ctx, start, "cold liveness", s.LivenessProblem)
 	if withIPAM {
 		f.coldRing = scaleIPAM(t, ctx, s, start)
@@ -188,7 +194,9 @@ func scaleIPAM(t *testing.T, ctx context.Context, s *meshsim.Sim, start time.Tim
 	return since(t, ctx, start, "cold IPAM ring", s.RingProblem)
 }
 
-func since(t *testing.T, ctx context.Context, start time.Time, what string, cond func() string) time.Duration {
+// since awaits cond, logging what is missing every 15 s and, once a
+// minute has passed, what diag (if any) says about it.
+func since(t *testing.T, ctx context.Context, start time.Time, what string, cond func() string, diag ...func() string) time.Duration {
 	t.Helper()
 	last := time.Now()
 	logged := func() string {
@@ -196,6 +204,11 @@ func since(t *testing.T, ctx context.Context, start time.Time, what string, cond
 		if p != "" && time.Since(last) > 15*time.Second {
 			last = time.Now()
 			t.Logf("%s after %v: %s", what, time.Since(start).Round(time.Second), p)
+			for _, d := range diag {
+				if time.Since(start) > time.Minute {
+					t.Logf("%s: diagnosis: %s", what, d())
+				}
+			}
 		}
 		return p
 	}
@@ -239,10 +252,10 @@ func sinceAll(t *testing.T, ctx context.Context, start time.Time, cs []cond) {
 }
 
 // settle waits until the number of established mesh connections has held
-// for 5 s (peer discovery fills each router up to the connection limit
-// after the topology first converged; every new connection gossips the
-// whole topology to the new neighbour), so the gossip window measures the
-// steady state. It returns the count and when it started to hold.
+// for 5 s (with discovery, routers fill up to the connection limit after
+// the topology first converged; without, redials of refused or raced
+// connections settle; every new connection gossips the whole topology to
+// the new neighbour), so the gossip window measures the steady state. It returns the count and when it started to hold.
 func settle(t *testing.T, ctx context.Context, s *meshsim.Sim, start time.Time) (int, time.Duration) {
 	t.Helper()
 	last, since := -1, time.Now()
@@ -303,10 +316,10 @@ func holderToKill(t *testing.T, s *meshsim.Sim) int {
 }
 
 func (f scaleFigures) String() string {
-	out := fmt.Sprintf("meshsim %d peers (conn limit %d): cold start: topology %v, liveness %v, IPAM ring %v; "+
+	out := fmt.Sprintf("meshsim %d peers (conn limit %d, discovery %v): cold start: topology %v, liveness %v, IPAM ring %v; "+
 		"after a death: all see it dead %v, topology %v, ring reclaimed %v (reclaim-after %v; 0 = IPAM off); "+
 		"gossip: mesh TCP %.0f B/peer/s, liveness UDP %.0f B/peer/s; heap %.2f MiB/peer; process RSS %.0f MiB, peak %.0f MiB",
-		f.n, f.connLimit, r(f.coldTopo), r(f.coldLive), r(f.coldRing), r(f.deathLive), r(f.deathTopo), r(f.deathRg), reclaimAfter,
+		f.n, f.connLimit, discovery(), r(f.coldTopo), r(f.coldLive), r(f.coldRing), r(f.deathLive), r(f.deathTopo), r(f.deathRg), reclaimAfter,
 		f.meshBps, f.liveBps, f.heapPerPeer/(1<<20), mib(f.rss), mib(f.hwm))
 	if f.conns > 0 {
 		out += fmt.Sprintf("; %d mesh connections, settled after %v", f.conns, r(f.settled))

@@ -72,7 +72,8 @@ func weaverBinary(t *testing.T, n int) string {
 
 // startWeaver launches the weaver as peer index len(s.Peers) would be
 // (its own loopback address, the shared ports), with the scale
-// connection limit and the spread initial peers, as `weave launch` would.
+// connection limit, discovery setting and the spread initial peers, as
+// `weave launch` would.
 func startWeaver(t *testing.T, s *meshsim.Sim, bin string, ipam bool, rng *rand.Rand) *realWeaver {
 	t.Helper()
 	k := len(s.Peers)
@@ -91,6 +92,9 @@ func startWeaver(t *testing.T, s *meshsim.Sim, bin string, ipam bool, rng *rand.
 		"--data-dir", filepath.Join(dir, "data"), "--run-dir", filepath.Join(dir, "run"),
 		"--docker-api", "", "--no-dns", "--no-fastdp", "--no-plugin", "--resolv-conf", "",
 		"--conn-limit", strconv.Itoa(connLimit()),
+	}
+	if !discovery() {
+		args = append(args, "--no-discovery")
 	}
 	if ipam {
 		args = append(args, "--ipalloc-init", "seed="+meshsim.PeerName(0).String())
