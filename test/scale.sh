@@ -44,6 +44,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# the patched mesh, also when run without make (docs/mesh-patch.md)
+sh mesh/patches/apply.sh >/dev/null
+export GOWORK="$ROOT/.build/go.work"
 go test -c -o "$tmp/meshsim.test" ./test/meshsim/
 args=(-test.count=1 -test.timeout 90m -test.run '^TestScaleBench$' -test.v)
 if [ -n "$PROFILE" ]; then

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weaveworks/mesh"
-
 	"github.com/seedf75a49c6/weave/liveness"
 )
 
@@ -197,10 +195,10 @@ func ProcStatus(pid string) (rss, hwm uint64, err error) {
 }
 
 // TopologyDiagnosis explains the first pair TopologyProblem finds: the
-// missing peer's record of itself (version, connections, established or
-// not) next to what the peer lacking the route and the missing peer's
-// neighbours hold about it. For logs of a stuck run; it takes a mesh
-// status of several routers, so call it rarely.
+// version of the missing peer's record that the peer lacking the route
+// holds, against the missing peer's own, and how many live peers hold its
+// current record (few: its gossip is slow to spread; most: the routes are
+// slow to follow). For logs of a stuck run.
 func (s *Sim) TopologyDiagnosis() string {
 	for _, p := range s.Alive() {
 		for _, q := range s.Peers {
@@ -208,59 +206,27 @@ func (s *Sim) TopologyDiagnosis() string {
 				continue
 			}
 			if _, has := p.Mesh.Routes.Unicast(q.Name); has == q.killed {
-				out := fmt.Sprintf("%s about %s: %s", p.NickName, q.NickName, peerRecord(p, q.Name))
-				if !q.killed {
-					out += fmt.Sprintf("; %s about itself: %s", q.NickName, peerRecord(q, q.Name))
-					for _, c := range ownConnections(q) {
-						if n := s.byName(c); n != nil && n != p {
-							out += fmt.Sprintf("; neighbour %s about %s: %s", n.NickName, q.NickName, peerRecord(n, q.Name))
+				own := q.Mesh.Peers.Fetch(q.Name)
+				if own == nil {
+					return fmt.Sprintf("%s does not know itself", q.NickName)
+				}
+				cur, holders, known := own.Version, 0, 0
+				held := "unknown"
+				for _, r := range s.Alive() {
+					if rec := r.Mesh.Peers.Fetch(q.Name); rec != nil {
+						known++
+						if rec.Version >= cur {
+							holders++
+						}
+						if r == p {
+							held = fmt.Sprintf("v%d", rec.Version)
 						}
 					}
 				}
-				return out
+				return fmt.Sprintf("%s holds %s's record at %s, %s is at v%d; %d of %d live peers know it, %d hold v%d or later",
+					p.NickName, q.NickName, held, q.NickName, cur, known, len(s.Alive()), holders, cur)
 			}
 		}
 	}
 	return ""
-}
-
-func (s *Sim) byName(name string) *Peer {
-	for _, p := range s.Peers {
-		if p.Name.String() == name {
-			return p
-		}
-	}
-	return nil
-}
-
-func ownConnections(p *Peer) []string {
-	var out []string
-	for _, ps := range mesh.NewStatus(p.Mesh).Peers {
-		if ps.Name == p.Name.String() {
-			for _, c := range ps.Connections {
-				out = append(out, c.Name)
-			}
-		}
-	}
-	return out
-}
-
-// peerRecord is what of's mesh holds about peer: version and connections
-// (nickname, + established / - not).
-func peerRecord(of *Peer, peer mesh.PeerName) string {
-	for _, ps := range mesh.NewStatus(of.Mesh).Peers {
-		if ps.Name != peer.String() {
-			continue
-		}
-		var cs []string
-		for _, c := range ps.Connections {
-			mark := "-"
-			if c.Established {
-				mark = "+"
-			}
-			cs = append(cs, mark+c.NickName)
-		}
-		return fmt.Sprintf("v%d [%s]", ps.Version, strings.Join(cs, " "))
-	}
-	return "unknown"
 }
