@@ -196,9 +196,10 @@ func ProcStatus(pid string) (rss, hwm uint64, err error) {
 
 // TopologyDiagnosis explains the first pair TopologyProblem finds: the
 // version of the missing peer's record that the peer lacking the route
-// holds, against the missing peer's own, and how many live peers hold its
-// current record (few: its gossip is slow to spread; most: the routes are
-// slow to follow). For logs of a stuck run.
+// holds, against the missing peer's own, and how many of (up to) 20 live
+// peers hold its current record (few: its gossip is slow to spread; most:
+// the routes are slow to follow). For logs of a stuck run; each look-up
+// waits for that router's route calculation, so it samples.
 func (s *Sim) TopologyDiagnosis() string {
 	for _, p := range s.Alive() {
 		for _, q := range s.Peers {
@@ -212,7 +213,11 @@ func (s *Sim) TopologyDiagnosis() string {
 				}
 				cur, holders, known := own.Version, 0, 0
 				held := "unknown"
-				for _, r := range s.Alive() {
+				sample := s.Alive()
+				if len(sample) > 20 {
+					sample = append(sample[:19:19], p)
+				}
+				for _, r := range sample {
 					if rec := r.Mesh.Peers.Fetch(q.Name); rec != nil {
 						known++
 						if rec.Version >= cur {
@@ -223,8 +228,8 @@ func (s *Sim) TopologyDiagnosis() string {
 						}
 					}
 				}
-				return fmt.Sprintf("%s holds %s's record at %s, %s is at v%d; %d of %d live peers know it, %d hold v%d or later",
-					p.NickName, q.NickName, held, q.NickName, cur, known, len(s.Alive()), holders, cur)
+				return fmt.Sprintf("%s holds %s's record at %s, %s is at v%d; %d of %d sampled peers know it, %d hold v%d or later",
+					p.NickName, q.NickName, held, q.NickName, cur, known, len(sample), holders, cur)
 			}
 		}
 	}
