@@ -22,6 +22,7 @@
 #              the sim on the real sleeve overlay, and prints its VmRSS and
 #              VmHWM once joined and after the window (needs root);
 #              LIMIT [30m]: deadline of each size's run;
+#              DIAG [0]: 1 logs why a topology is stuck after a minute;
 #              MAXRSS_MB [12000]: kill the run if it grows beyond.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -58,6 +59,7 @@ env=(MESHSIM_SCALE="$SIZES" MESHSIM_WINDOW="$WINDOW" MESHSIM_IPAM="${IPAM:-0}")
 [ -n "${CONNLIMIT:-}" ] && env+=(MESHSIM_CONNLIMIT="$CONNLIMIT")
 [ -n "${DISCOVERY:-}" ] && env+=(MESHSIM_DISCOVERY="$DISCOVERY")
 [ -n "${LIMIT:-}" ] && env+=(MESHSIM_LIMIT="$LIMIT")
+[ -n "${DIAG:-}" ] && env+=(MESHSIM_DIAG="$DIAG")
 if [ "$REAL" != 0 ]; then
   [ -x bin/weaver ] || { echo "REAL=$REAL needs bin/weaver: run make build" >&2; exit 1; }
   env+=(MESHSIM_WEAVER="$ROOT/bin/weaver")
