@@ -117,15 +117,19 @@ func ringKey(p *Peer) string {
 var bytesAcked = regexp.MustCompile(`bytes_acked:(\d+)`)
 
 // TCPBytesSent sums, over every established TCP socket of the Loopback
-// block, the bytes it sent (ss -ti bytes_acked): mesh's topology and IPAM
-// gossip plus liveness push/pull. Sockets closed meanwhile are not
-// counted, so measure over a steady window. Needs ss (iproute2).
+// block to or from the shared mesh port, the bytes it sent (ss -ti
+// bytes_acked): mesh's topology and IPAM gossip and heartbeats, not
+// liveness' short push/pull connections (their counts vanish with them).
+// Sockets closed meanwhile are not counted, so measure over a steady
+// window. Needs ss (iproute2).
 func (s *Sim) TCPBytesSent() (uint64, error) {
 	if !s.opts.Loopback {
 		return 0, fmt.Errorf("meshsim: TCPBytesSent needs Loopback")
 	}
 	block := fmt.Sprintf("127.%d.0.0/16", s.base[0])
-	out, err := exec.Command("ss", "-tinH", "state", "established", "src", block).Output()
+	port := ":" + strconv.Itoa(s.port)
+	out, err := exec.Command("ss", "-tinH", "state", "established", "src", block,
+		"(", "sport", "=", port, "or", "dport", "=", port, ")").Output()
 	if err != nil {
 		return 0, fmt.Errorf("ss: %w", err)
 	}
