@@ -203,15 +203,39 @@ func (s *Sim) LoopbackIP(i int) string { return s.loopbackIP(i) }
 // Ports returns the shared mesh (and sleeve) port and the liveness port.
 func (s *Sim) Ports() (meshPort, livenessPort int) { return s.port, s.lport }
 
-// SpreadTargets returns the initial peers of peer i in a ring of n: its
-// two ring neighbours, the peer opposite and one random peer. With a
-// connection limit far below n this gives a connected graph of small
-// diameter from the start, and one refusal by a full neighbour leaves a
-// newcomer three other ways in (weave launch with several peers).
+// SpreadTargets returns the peers that peer i of a ring of n dials, so
+// that every router ends up linked to its two ring neighbours, the peer
+// opposite and about two random peers (a connected graph of small
+// diameter): i dials i+1, i+n/2 if i is in the first half, and one random
+// peer. Each link is dialled from one end only: a pair that dials each
+// other (addresses with ports) keeps redialling the duplicate, which mesh
+// refuses, with a growing backoff, so the connections never settle.
 func SpreadTargets(i, n int, rng *rand.Rand) []int {
-	seen := map[int]bool{i: true}
+	seen := map[int]bool{i: true, (i + n - 1) % n: true}
 	var out []int
-	for _, j := range []int{(i + n - 1) % n, (i + 1) % n, (i + n/2) % n, rng.IntN(n)} {
+	add := func(j int) {
+		if !seen[j] {
+			seen[j] = true
+			out = append(out, j)
+		}
+	}
+	add((i + 1) % n)
+	if i < n/2 {
+		add(i + n/2)
+	} else {
+		seen[i-n/2] = true // it dials us
+	}
+	add(rng.IntN(n))
+	return out
+}
+
+// NewcomerTargets returns the initial peers of a router joining a ring of
+// n built with SpreadTargets (weave launch with four peers): the last and
+// the first router, the middle one and a random one.
+func NewcomerTargets(n int, rng *rand.Rand) []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, j := range []int{n - 1, 0, n / 2, rng.IntN(n)} {
 		if !seen[j] {
 			seen[j] = true
 			out = append(out, j)

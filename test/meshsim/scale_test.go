@@ -55,10 +55,11 @@ const reclaimAfter = 3 * time.Second
 
 // scaleConnLimit caps each simulated router's mesh connections (the
 // daemon's default is 200). The scale runs build a sparse overlay: peer
-// discovery off, each router dialling the four meshsim.SpreadTargets (ring
-// neighbours, the opposite peer, a random one), so about 6-8 connections
-// each, a connected graph of small diameter (weave launch --no-discovery
-// with four peers; --conn-limit 16 is then only a cap). Why not a full
+// discovery off, each router linked to its ring neighbours, the opposite
+// peer and random ones (meshsim.SpreadTargets, each link dialled from one
+// end), about 5 connections each, a connected graph of small diameter
+// (weave launch --no-discovery with four peers; --conn-limit 16 is then
+// only a cap). Why not a full
 // mesh: with discovery and a limit of 64 the pinned mesh gossips its whole
 // topology to each new neighbour and relays every change, a cold start of
 // n routers made O(n^2) changes x O(n^2) topology and 200 routers grew one

@@ -101,7 +101,7 @@ func startWeaver(t *testing.T, s *meshsim.Sim, bin string, ipam bool, rng *rand.
 	} else {
 		args = append(args, "--ipalloc-range", "")
 	}
-	for _, j := range meshsim.SpreadTargets(k, k+1, rng) {
+	for _, j := range meshsim.NewcomerTargets(k, rng) {
 		args = append(args, s.Peers[j].Addr)
 	}
 	for _, d := range []string{"data", "run"} {
