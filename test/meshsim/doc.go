@@ -17,7 +17,10 @@
 // For scale and failure runs, Options.Loopback gives every peer its own
 // address 127.A.x.y with one shared port (so mesh's peer discovery works),
 // and Options.Liveness / IPAM / ReclaimAfter add a liveness detector, an
-// IPAM allocator and a reclaimer per peer; Kill makes a peer vanish, and
+// IPAM allocator and a reclaimer per peer, Options.Sleeve the real sleeve
+// overlay instead of the fake one (so a real weaver can join); Kill makes
+// a peer vanish as SIGKILL does (its mesh closes listener and
+// connections); SpreadTargets builds the sparse overlay of the scale runs;
 // TopologyProblem, LivenessProblem and RingProblem with Await measure
 // convergence (scale_test.go, test/scale.sh).
 package meshsim

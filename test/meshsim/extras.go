@@ -8,10 +8,9 @@ import (
 	"net"
 	"time"
 
-	"github.com/weaveworks/mesh"
-
 	"github.com/seedf75a49c6/weave/ipam"
 	"github.com/seedf75a49c6/weave/liveness"
+	"github.com/weaveworks/mesh"
 )
 
 // pickAddresses chooses the Loopback block and the shared ports.

@@ -10,12 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weaveworks/mesh"
-
 	"github.com/seedf75a49c6/weave/ipam"
 	"github.com/seedf75a49c6/weave/liveness"
 	"github.com/seedf75a49c6/weave/router"
 	"github.com/seedf75a49c6/weave/sleeve"
+	"github.com/weaveworks/mesh"
 )
 
 // Options configures a Sim. Zero fields take the documented defaults.

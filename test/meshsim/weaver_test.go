@@ -16,11 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weaveworks/mesh"
-
 	"github.com/seedf75a49c6/weave/internal/netnstest"
 	"github.com/seedf75a49c6/weave/liveness"
 	"github.com/seedf75a49c6/weave/test/meshsim"
+	"github.com/weaveworks/mesh"
 )
 
 // weaverName is the real router's peer name: outside the Sim's aa:... range.
