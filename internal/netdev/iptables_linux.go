@@ -185,7 +185,44 @@ func (f *Firewall) Remove() error {
 	for _, c := range append(append(chains(), noTrackChain), legacyChains...) {
 		errs = append(errs, f.ipt.deleteChain(c.table, c.chain))
 	}
+	errs = append(errs, f.ipt.dropEmptyTable(noTrackChain.table))
 	return errors.Join(errs...)
+}
+
+// dropEmptyTable deletes table if it is empty (nothing but built-in
+// chains with ACCEPT policies and no rules) on the nf_tables backend,
+// where iptables leaves a table behind once its last rule is gone: the
+// raw table, which NoTrackUDP may have created, otherwise outlives a
+// reset. An empty table has no effect but its hooks' cost, and whoever
+// adds a rule to it again gets it back. Legacy tables are the kernel
+// module's and stay; so does a table with anything in it.
+func (ipt iptablesCmd) dropEmptyTable(table string) error {
+	if v, err := ipt.run("--version"); err != nil || !strings.Contains(v, "nf_tables") {
+		return nil
+	}
+	nft, err := exec.LookPath("nft")
+	if err != nil {
+		return nil // cannot drop it without nft; harmless
+	}
+	if exec.Command(nft, "list", "table", "ip", table).Run() != nil {
+		return nil // no such table (iptables -S would show its default policies anyway)
+	}
+	out, err := ipt.run("-t", table, "-S")
+	if err != nil {
+		return nil
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.HasPrefix(l, "#") {
+			continue // e.g. "# Warning: iptables-legacy tables present"
+		}
+		if f := strings.Fields(l); len(f) != 3 || f[0] != "-P" || f[2] != "ACCEPT" {
+			return nil
+		}
+	}
+	if out, err := exec.Command(nft, "delete", "table", "ip", table).CombinedOutput(); err != nil {
+		return fmt.Errorf("delete empty table %s: %w: %s", table, err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }
 
 // Monitor re-applies the rules (and re-exposes addresses) when a canary

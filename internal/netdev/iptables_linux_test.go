@@ -182,8 +182,12 @@ func TestFirewallNoTrackUDP(t *testing.T) {
 	in(t, nsPath, fw.reapply)
 	assertOnce("after a flush of raw and reapply")
 	in(t, nsPath, func() error { return NewFirewall(bridge, "").Remove() })
-	if dump := iptablesSave(t, nsPath); strings.Contains(dump, "WEAVE") {
+	dump := iptablesSave(t, nsPath)
+	if strings.Contains(dump, "WEAVE") {
 		t.Errorf("Firewall.Remove left WEAVE rules:\n%s", dump)
+	}
+	if v, _ := run(t, nsPath, "iptables", "--version"); strings.Contains(v, "nf_tables") && strings.Contains(dump, "*raw") {
+		t.Errorf("Firewall.Remove left the raw table NoTrackUDP created:\n%s", dump)
 	}
 }
 
@@ -219,5 +223,22 @@ func TestFirewallRemovesLegacyMangleCanary(t *testing.T) {
 	in(t, nsPath, func() error { return NewFirewall(bridge, "").Remove() })
 	if dump := iptablesSave(t, nsPath); strings.Contains(dump, "WEAVE") {
 		t.Errorf("Firewall.Remove left WEAVE chains:\n%s", dump)
+	}
+}
+
+// TestFirewallRemoveKeepsForeignRawRules: Remove drops the raw table only
+// when nothing else is in it.
+func TestFirewallRemoveKeepsForeignRawRules(t *testing.T) {
+	nsPath, bridge := hostWithBridge(t, 0)
+	fw := NewFirewall(bridge, "")
+	in(t, nsPath, func() error { return errors.Join(fw.Ensure(), fw.NoTrackUDP(6784)) })
+	foreign := []string{"-t", "raw", "-A", "PREROUTING", "-p", "udp", "--dport", "9999", "-j", "NOTRACK"}
+	if out, err := run(t, nsPath, "iptables", foreign...); err != nil {
+		t.Fatalf("add foreign rule: %v: %s", err, out)
+	}
+	in(t, nsPath, func() error { return NewFirewall(bridge, "").Remove() })
+	dump := iptablesSave(t, nsPath)
+	if strings.Contains(dump, "WEAVE") || countLines(dump, "-A PREROUTING -p udp -m udp --dport 9999 -j NOTRACK") != 1 {
+		t.Errorf("Remove must take ours and keep the foreign raw rule:\n%s", dump)
 	}
 }

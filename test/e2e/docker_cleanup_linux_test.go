@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	osexec "os/exec"
+	"slices"
 	"strings"
 	"time"
 )
@@ -78,6 +79,11 @@ func (d *dockerHost) checkClean() {
 	if out, _ := osexec.Command("iptables-save").Output(); strings.Contains(string(out), "WEAVE") {
 		t.Errorf("cleanup left WEAVE iptables rules or chains in the root namespace")
 	}
+	for _, tb := range nftTables() {
+		if !slices.Contains(d.tables, tb) {
+			t.Errorf("cleanup left nftables table %q in the root namespace (not there before the test)", tb)
+		}
+	}
 	if _, err := docker(t, "network", "inspect", "weave"); err == nil {
 		t.Errorf("cleanup left the Docker network weave")
 	}
@@ -89,6 +95,22 @@ func (d *dockerHost) checkClean() {
 			t.Errorf("cleanup left %s", s)
 		}
 	}
+}
+
+// nftTables lists the root namespace's nftables tables ("family name");
+// nil without nft.
+func nftTables() []string {
+	out, err := osexec.Command("nft", "list", "tables").Output()
+	if err != nil {
+		return nil
+	}
+	var ts []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "table" {
+			ts = append(ts, f[1]+" "+f[2])
+		}
+	}
+	return ts
 }
 
 func tailLines(s string, n int) string {

@@ -37,6 +37,7 @@ type dockerHost struct {
 	root   *netnstest.Host // run and data dirs of the root router
 	http   string          // its HTTP API
 	policy string          // FORWARD policy before the test
+	tables []string        // nftables tables before the test
 }
 
 // requireDocker skips loudly (fails under CI=true) when no engine answers.
@@ -94,6 +95,7 @@ func newDockerHost(t *testing.T) *dockerHost {
 	d.http = freeLoopbackAddr(t)
 	t.Cleanup(d.cleanup)
 	d.policy = forwardPolicy(t)
+	d.tables = nftTables()
 	d.joinUnderlay()
 	d.importImage()
 	return d
