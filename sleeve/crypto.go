@@ -90,7 +90,8 @@ type Opener struct {
 	aead           cipher.AEAD // nil: secretbox
 	nonce          [12]byte    // AEAD nonce buffer (a local would escape)
 	senderOutbound bool
-	df, nonDF, seg *ReplayWindow // seg: created on the first segment-channel datagram
+	df, nonDF      *ReplayWindow
+	seg            *ReplayWindow // OpenSegment's; created on the first segment
 }
 
 // NewOpener returns an opener for datagrams from a sender whose mesh
@@ -122,12 +123,12 @@ func (o *Opener) Open(out, d []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if h.Seg { // segments carry their header as additional data: OpenSegment
+		return nil, fmt.Errorf("open datagram seq %d: segment channel: %w", h.Seq, ErrAuth)
+	}
 	v := h.Seq
 	if h.DF {
 		v |= dfBit
-	}
-	if h.Seg {
-		v |= segBit
 	}
 	var plain []byte
 	ok := false
@@ -144,16 +145,8 @@ func (o *Opener) Open(out, d []byte) ([]byte, error) {
 		return nil, fmt.Errorf("open datagram seq %d: %w", h.Seq, ErrAuth)
 	}
 	w := o.nonDF
-	switch {
-	case h.DF && h.Seg:
-		return nil, fmt.Errorf("open datagram seq %d: both channel bits set: %w", h.Seq, ErrAuth)
-	case h.DF:
+	if h.DF {
 		w = o.df
-	case h.Seg:
-		if o.seg == nil {
-			o.seg = NewReplayWindow()
-		}
-		w = o.seg
 	}
 	if !w.Check(h.Seq) {
 		return nil, ErrReplay

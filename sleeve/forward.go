@@ -179,6 +179,10 @@ func ipChecksum(h []byte) uint16 {
 	return ^uint16(sum)
 }
 
+// segmentSize is the size of one segment datagram for an overlay MTU: the
+// largest DF datagram discovery verified (overheadDF without IP and UDP).
+func (f *forwarder) segmentSize(mtu int) int { return mtu + f.overheadDF() - 28 }
+
 // errGSORefused: the path refused a UDP_SEGMENT send; the frame is still to be sent.
 var errGSORefused = errors.New("UDP GSO send refused")
 
@@ -198,8 +202,7 @@ func (f *forwarder) forwardSegmented(src, dst mesh.PeerName, frame []byte) error
 		f.cnt.TxDropped.Add(1)
 		return nil
 	}
-	mtu := int(f.mtu.Load())
-	segSize := mtu + ethHeaderLen + FrameOverhead + f.dfCh.enc.Overhead()
+	segSize := f.segmentSize(int(f.mtu.Load()))
 	c := &f.segCh
 	c.Lock()
 	defer c.Unlock()
@@ -222,8 +225,9 @@ func (f *forwarder) forwardSegmented(src, dst mesh.PeerName, frame []byte) error
 			f.dataSent(&f.dfCh, err)
 			return nil
 		}
-		f.cnt.TxDatagrams.Add(uint64((len(run) + segSize - 1) / segSize))
-		f.cnt.Segments.Add(uint64((len(run) + segSize - 1) / segSize))
+		n := uint64((len(run) + segSize - 1) / segSize)
+		f.cnt.TxDatagrams.Add(n)
+		f.cnt.Segments.Add(n)
 		off = next
 	}
 	f.cnt.TxFrames.Add(1)

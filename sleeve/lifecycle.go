@@ -232,7 +232,7 @@ func (f *forwarder) settle(p *pmtu, mtu int) {
 	f.mtu.Store(int32(mtu))
 	f.log.Info(fmt.Sprintf("Effective MTU verified at %d", mtu), "mtu", mtu)
 	if f.peerSeg && !f.seg.Swap(true) {
-		f.log.Info("sleeve segmented framing on", "segment", mtu+ethHeaderLen+FrameOverhead+f.dfCh.enc.Overhead())
+		f.log.Info("sleeve segmented framing on", "segment", f.segmentSize(mtu))
 	}
 }
 

@@ -73,6 +73,16 @@ type segHeader struct {
 	off, total int
 }
 
+// putSegHeader writes h into b[:segHeaderLen].
+func putSegHeader(b []byte, h segHeader) {
+	PutPeerName(b, h.src)
+	PutPeerName(b[NameSize:], h.dst)
+	binary.BigEndian.PutUint16(b[12:], segMarker)
+	binary.BigEndian.PutUint32(b[14:], h.id)
+	binary.BigEndian.PutUint32(b[18:], uint32(h.off))
+	binary.BigEndian.PutUint32(b[22:], uint32(h.total))
+}
+
 func parseSegHeader(b []byte) segHeader {
 	return segHeader{
 		src: PeerNameAt(b), dst: PeerNameAt(b[NameSize:]),
@@ -126,13 +136,7 @@ func (e *segEncoder) fill(src, dst mesh.PeerName, id uint32, frame []byte, off, 
 			binary.BigEndian.PutUint64(d[NameSize:], e.seq|segBit)
 			hdr += SeqSize
 		}
-		h := d[hdr:]
-		PutPeerName(h, src)
-		PutPeerName(h[NameSize:], dst)
-		binary.BigEndian.PutUint16(h[12:], segMarker)
-		binary.BigEndian.PutUint32(h[14:], id)
-		binary.BigEndian.PutUint32(h[18:], uint32(off))
-		binary.BigEndian.PutUint32(h[22:], uint32(len(frame)))
+		putSegHeader(d[hdr:], segHeader{src: src, dst: dst, id: id, off: off, total: len(frame)})
 		hdr += segHeaderLen
 		size := hdr + chunk
 		if e.aead != nil {

@@ -19,12 +19,7 @@ func segRecords(src, dst mesh.PeerName, id uint32, frame []byte, capa int) [][]b
 	for off := 0; off < len(frame); off += capa {
 		end := min(off+capa, len(frame))
 		r := make([]byte, segHeaderLen+end-off)
-		PutPeerName(r, src)
-		PutPeerName(r[NameSize:], dst)
-		binary.BigEndian.PutUint16(r[12:], segMarker)
-		binary.BigEndian.PutUint32(r[14:], id)
-		binary.BigEndian.PutUint32(r[18:], uint32(off))
-		binary.BigEndian.PutUint32(r[22:], uint32(len(frame)))
+		putSegHeader(r, segHeader{src: src, dst: dst, id: id, off: off, total: len(frame)})
 		copy(r[segHeaderLen:], frame[off:end])
 		recs = append(recs, r)
 	}
@@ -182,6 +177,9 @@ func TestSegEncoderRoundTrip(t *testing.T) {
 				if op != nil {
 					if err := op.OpenSegment(make([]byte, len(last)-sealedSegOverhead), last); !errors.Is(err, ErrReplay) {
 						t.Fatalf("replayed segment: %v, want ErrReplay", err)
+					}
+					if _, err := op.Open(nil, last); !errors.Is(err, ErrAuth) {
+						t.Fatalf("Open of a segment: %v, want ErrAuth (segments open only through OpenSegment)", err)
 					}
 				}
 			}
