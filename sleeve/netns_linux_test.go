@@ -7,8 +7,6 @@ import (
 	"net"
 	"os/exec"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -127,13 +125,17 @@ func netnsPairConfig(t *testing.T, key *[32]byte, cfg Config, ours bool) netnsSe
 	return netnsSetup{oa: oa, ob: ob, fa: fa, fb: fb, hb: hb, nsA: nsA, nsB: nsB}
 }
 
+// linkCases are the two kinds of link over a 1500-byte underlay, with the
+// overlay MTU discovery settles at.
+var linkCases = []struct {
+	name string
+	key  *[32]byte
+	mtu  int
+}{{"plaintext", nil, 1438}, {"encrypted", &testKey, 1414}}
+
 func TestNetnsPMTU(t *testing.T) {
 	requireRoot(t)
-	for _, tc := range []struct {
-		name string
-		key  *[32]byte
-		mtu  int
-	}{{"plaintext", nil, 1438}, {"encrypted", &testKey, 1414}} {
+	for _, tc := range linkCases {
 		t.Run(tc.name, func(t *testing.T) {
 			checkGoroutines(t)
 			s := netnsPair(t, tc.key, fastTiming)
@@ -279,44 +281,15 @@ func TestNetnsJumboNeedsFragmentation(t *testing.T) {
 	s.fb.Stop()
 }
 
-// reassembled reads Ip ReasmOKs from ns's /proc/net/snmp.
-func reassembled(t *testing.T, ns string) int {
-	t.Helper()
-	out, err := exec.Command("ip", "netns", "exec", ns, "cat", "/proc/net/snmp").Output()
-	if err != nil {
-		t.Fatalf("read snmp in %s: %v", ns, err)
-	}
-	var names []string
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 || f[0] != "Ip:" {
-			continue
-		}
-		if names == nil {
-			names = f
-			continue
-		}
-		for i, n := range names {
-			if n == "ReasmOKs" && i < len(f) {
-				v, _ := strconv.Atoi(f[i])
-				return v
-			}
-		}
-	}
-	t.Fatalf("no Ip ReasmOKs in %s's /proc/net/snmp", ns)
-	return 0
-}
+// reassembled reads Ip ReasmOKs (IP datagrams reassembled) in ns.
+func reassembled(t *testing.T, ns string) int { return netnstest.SNMPCounter(t, ns, "Ip", "ReasmOKs") }
 
 // TestNetnsSegments: between two of our routers on a 1500-byte underlay, a
 // 64 KiB frame crosses as path-MTU segments (one GSO send per run), with no
 // IP fragment on the way: B's kernel reassembles nothing.
 func TestNetnsSegments(t *testing.T) {
 	requireRoot(t)
-	for _, tc := range []struct {
-		name string
-		key  *[32]byte
-		mtu  int
-	}{{"plaintext", nil, 1438}, {"encrypted", &testKey, 1414}} {
+	for _, tc := range linkCases {
 		t.Run(tc.name, func(t *testing.T) {
 			checkGoroutines(t)
 			s := netnsPairConfig(t, tc.key, Config{Timing: fastTiming}, true)

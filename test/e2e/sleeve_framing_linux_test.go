@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -60,32 +59,4 @@ func TestSleeveFramingBetweenOurRouters(t *testing.T) {
 }
 
 // reasmOKs reads Ip ReasmOKs (IP datagrams reassembled) in namespace ns.
-func reasmOKs(t *testing.T, ns string) int {
-	t.Helper()
-	out, err := netnstest.Output(ns, "cat", "/proc/net/snmp")
-	if err != nil {
-		t.Fatalf("read /proc/net/snmp in %s: %v", ns, err)
-	}
-	var names []string
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 || f[0] != "Ip:" {
-			continue
-		}
-		if names == nil {
-			names = f
-			continue
-		}
-		for i, n := range names {
-			if n == "ReasmOKs" && i < len(f) {
-				v, err := strconv.Atoi(f[i])
-				if err != nil {
-					t.Fatalf("ReasmOKs %q in %s: %v", f[i], ns, err)
-				}
-				return v
-			}
-		}
-	}
-	t.Fatalf("no Ip ReasmOKs in %s's /proc/net/snmp", ns)
-	return 0
-}
+func reasmOKs(t *testing.T, ns string) int { return netnstest.SNMPCounter(t, ns, "Ip", "ReasmOKs") }
