@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seedf75a49c6/weave/internal/api"
 	"github.com/seedf75a49c6/weave/internal/netnstest"
 	"github.com/seedf75a49c6/weave/liveness"
 	"github.com/seedf75a49c6/weave/test/meshsim"
@@ -172,17 +172,11 @@ func (w *realWeaver) reportProblem() string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+w.http+"/report", nil)
-	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	body, err := api.NewClient(api.Config{Addr: w.http}).Report(ctx)
 	if err != nil {
 		return fmt.Sprintf("weaver /report: %v", err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Sprintf("weaver /report: %s", resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil {
+	if err := json.Unmarshal([]byte(body), &rep); err != nil {
 		return fmt.Sprintf("weaver /report: %v", err)
 	}
 	routes := map[string]bool{}
