@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	mdns "github.com/miekg/dns"
@@ -119,20 +120,36 @@ func (s *Server) Addr() string { return s.addr }
 // TTL is the TTL of our answers.
 func (s *Server) TTL() uint32 { return s.cfg.TTL }
 
+// listenUDPAndTCP binds UDP and then TCP on the same port of addr. With
+// port 0 the kernel picks the UDP port, whose TCP twin may be taken by
+// someone else: then it tries again with another port, a few times.
+func listenUDPAndTCP(addr string) (net.PacketConn, net.Listener, error) {
+	host, want, _ := net.SplitHostPort(addr)
+	for attempt := 0; ; attempt++ {
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return nil, nil, fmt.Errorf("weaveDNS listen on udp %s: %w", addr, err)
+		}
+		tcpAddr := net.JoinHostPort(host, strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port))
+		ln, err := net.Listen("tcp", tcpAddr)
+		if err == nil {
+			return pc, ln, nil
+		}
+		_ = pc.Close()
+		if want != "0" || !errors.Is(err, syscall.EADDRINUSE) || attempt == 9 {
+			return nil, nil, fmt.Errorf("weaveDNS listen on tcp %s: %w", tcpAddr, err)
+		}
+	}
+}
+
 // Start binds UDP and TCP on the listen address and serves until Stop.
 func (s *Server) Start() error {
-	pc, err := net.ListenPacket("udp", s.cfg.ListenAddr)
+	pc, ln, err := listenUDPAndTCP(s.cfg.ListenAddr)
 	if err != nil {
-		return fmt.Errorf("weaveDNS listen on udp %s: %w", s.cfg.ListenAddr, err)
+		return err
 	}
 	host, _, _ := net.SplitHostPort(s.cfg.ListenAddr)
-	port := strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port)
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
-	if err != nil {
-		_ = pc.Close()
-		return fmt.Errorf("weaveDNS listen on tcp %s: %w", net.JoinHostPort(host, port), err)
-	}
-	s.addr = net.JoinHostPort(host, port)
+	s.addr = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	mux := mdns.NewServeMux()
 	mux.HandleFunc(s.zone.Domain(), s.serveLocal)
 	mux.HandleFunc(reverseZone, s.serveReverse)
