@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -15,13 +16,14 @@ import (
 // Detector runs one memberlist and keeps the liveness of every peer that
 // has ever joined it.
 type Detector struct {
-	cfg  Config
-	ml   *memberlist.Memberlist
-	tr   *countingTransport
-	wake chan struct{}
-	stop chan struct{}
-	wg   sync.WaitGroup
-	once sync.Once
+	cfg   Config
+	ml    *memberlist.Memberlist
+	tr    *countingTransport
+	wake  chan struct{}
+	stop  chan struct{}
+	polls atomic.Uint64 // snapshots taken, for tests
+	wg    sync.WaitGroup
+	once  sync.Once
 
 	mu       sync.Mutex
 	peers    map[string]Status

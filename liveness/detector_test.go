@@ -181,6 +181,25 @@ func TestKilledPeerGoesSuspectThenDeadAndRejoins(t *testing.T) {
 	c.awaitAll(timeout(t, 20*time.Second), 3, Alive)
 }
 
+// A settled cluster is not polled every PollInterval (100 ms): only on
+// memberlist's events and the backstop (2 s).
+func TestQuietDetectorDoesNotPoll(t *testing.T) {
+	c := newCluster(t, 3, "")
+	c.awaitMesh(timeout(t, 20*time.Second))
+	d := c.ds[0]
+	before := d.polls.Load()
+	time.Sleep(1500 * time.Millisecond) // the idle interval measured
+	if n := d.polls.Load() - before; n > 3 {
+		t.Errorf("%d polls in 1.5 s of a quiet cluster; want at most 3 (the 100 ms tick made 15)", n)
+	}
+	// and it still notices at once when something happens
+	if err := c.ds[2].Close(); err != nil {
+		t.Fatal(err)
+	}
+	c.ds[2] = nil
+	c.awaitAll(timeout(t, 1500*time.Millisecond), 2, Dead)
+}
+
 func TestClosedPeerIsDeadAtOnce(t *testing.T) {
 	c := newCluster(t, 3, "")
 	c.awaitMesh(timeout(t, 20*time.Second))

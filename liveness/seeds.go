@@ -2,47 +2,42 @@ package liveness
 
 import (
 	"net"
-	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weaveworks/mesh"
 )
 
-// seedsRefresh bounds how often MeshSeeds rebuilds its list while the set
-// of peer names is unchanged: mesh.NewStatus walks the whole topology and
-// asks every overlay for diagnostics.
-const seedsRefresh = 10 * time.Second
+// seedsRefresh bounds how long MeshSeeds keeps its list while mesh's
+// routes have not changed (the list is rebuilt after every route
+// calculation that follows a topology change): mesh.NewStatus walks the
+// whole topology and asks every overlay for diagnostics.
+const seedsRefresh = time.Minute
 
 // MeshSeeds returns a Config.Seeds that lists every peer in r's topology
 // at the IP its neighbours connect to it from (or it listens on): the
 // mesh's known peers are the liveness seeds, there is no list of its own.
 // The port is the detector's own, like mesh's connection maker, which
-// also dials every peer at its own port.
+// also dials every peer at its own port. The list is rebuilt only when
+// mesh recalculated its routes since the last call (or after
+// seedsRefresh): a settled topology costs nothing per join round.
 func MeshSeeds(r *mesh.Router) func() []Seed {
 	var mu sync.Mutex
-	var names []mesh.PeerName
 	var seeds []Seed
 	var at time.Time
+	var changed atomic.Bool
+	changed.Store(true)
+	r.Routes.OnChange(func() { changed.Store(true) })
 	return func() []Seed {
 		mu.Lock()
 		defer mu.Unlock()
-		now := peerNames(r)
-		if slices.Equal(now, names) && time.Since(at) < seedsRefresh {
+		if !changed.Swap(false) && time.Since(at) < seedsRefresh {
 			return seeds
 		}
-		names, seeds, at = now, statusSeeds(r), time.Now()
+		seeds, at = statusSeeds(r), time.Now()
 		return seeds
 	}
-}
-
-func peerNames(r *mesh.Router) []mesh.PeerName {
-	var out []mesh.PeerName
-	for _, d := range r.Peers.Descriptions() {
-		out = append(out, d.Name)
-	}
-	slices.Sort(out)
-	return out
 }
 
 func statusSeeds(r *mesh.Router) []Seed {
