@@ -31,7 +31,7 @@ func (a *Allocator) OnGossipUnicast(src mesh.PeerName, msg []byte) error {
 		if derr != nil {
 			return fmt.Errorf("IPAM unicast from %s: %w", src, derr)
 		}
-		if e := a.do(func() { err = a.update(src, st, true) }); e != nil {
+		if e := a.do(func() { err = a.update(src, st, viaUnicast) }); e != nil {
 			return e
 		}
 	default:
@@ -46,7 +46,7 @@ func (a *Allocator) OnGossipBroadcast(src mesh.PeerName, update []byte) (mesh.Go
 	if err != nil {
 		return nil, fmt.Errorf("IPAM broadcast from %s: %w", src, err)
 	}
-	if e := a.do(func() { err = a.update(src, st, false) }); e != nil {
+	if e := a.do(func() { err = a.update(src, st, viaBroadcast) }); e != nil {
 		return nil, e
 	}
 	return gossipData{payload: update}, err
@@ -72,20 +72,29 @@ func (a *Allocator) OnGossip(msg []byte) (mesh.GossipData, error) {
 	if st.Ring != nil {
 		src = st.Ring.Peer
 	}
-	if e := a.do(func() { err = a.update(src, st, false) }); e != nil {
+	if e := a.do(func() { err = a.update(src, st, viaGossip) }); e != nil {
 		return nil, e
 	}
 	return nil, err
 }
 
 // update folds a received state into ours (actor only).
-func (a *Allocator) update(src mesh.PeerName, st *gossipState, unicast bool) error {
+// via is how a state reached us.
+type via int
+
+const (
+	viaUnicast   via = iota // sent to us (a reply, a donation, a takeover's re-send)
+	viaBroadcast            // flooded to every peer by src
+	viaGossip               // a neighbour's periodic full state
+)
+
+func (a *Allocator) update(src mesh.PeerName, st *gossipState, how via) error {
 	for p, n := range st.Nicknames {
 		a.nicknames[p] = n
 	}
 	switch {
 	case st.Ring != nil:
-		return a.mergeRing(src, st.Ring, unicast)
+		return a.mergeRing(src, st.Ring, how)
 	case !a.ring.Empty():
 		if src != mesh.UnknownPeerName {
 			a.sendRing(src) // they lack the ring
@@ -105,7 +114,7 @@ func (a *Allocator) update(src mesh.PeerName, st *gossipState, unicast bool) err
 	return nil
 }
 
-func (a *Allocator) mergeRing(src mesh.PeerName, theirs *ring.Ring, unicast bool) error {
+func (a *Allocator) mergeRing(src mesh.PeerName, theirs *ring.Ring, how via) error {
 	wasEmpty := a.ring.Empty()
 	before := a.ring.Clone()
 	a.ring.SetTentative(a.tentativeTokens())
@@ -131,16 +140,22 @@ func (a *Allocator) mergeRing(src mesh.PeerName, theirs *ring.Ring, unicast bool
 	a.dropLostTakeovers()
 	a.syncSpace()
 	a.noteAcks(theirs)
-	// Anti-entropy: reply when the sender lacks something we have. A unicast
-	// is also answered when it taught us something or when we have not sent
-	// that peer our ring for a tick: the answer is the sender's
-	// acknowledgement (rmpeer waits for it), and the rate limit ends
-	// ping-pong.
-	if src == mesh.UnknownPeerName || src == a.cfg.OurName {
+	// Anti-entropy: reply to a unicast or a neighbour's periodic gossip when
+	// the sender lacks something we have. A unicast is also answered when it
+	// taught us something or when we have not sent that peer our ring for a
+	// tick: the answer is the sender's acknowledgement (rmpeer waits for
+	// it), and the rate limit ends ping-pong. A broadcast is not answered
+	// (as in 2.8.1): every peer whose replica differs in any entry would
+	// send its whole ring back to the broadcaster over several hops, and at
+	// 200 peers those replies, relayed and re-answered, kept the mesh's
+	// connections full for minutes and each donation took 40-50 s. The
+	// broadcaster learns what it lacks from its neighbours' periodic gossip,
+	// and a takeover's acks come from its per-tick unicast re-sends.
+	if src == mesh.UnknownPeerName || src == a.cfg.OurName || how == viaBroadcast {
 		return nil
 	}
 	quiet := a.cfg.Clock.Now().Sub(a.lastRingTo[src]) >= a.cfg.TickInterval
-	if ringDiffers(a.ring, theirs) || (unicast && (ringDiffers(before, theirs) || quiet)) {
+	if ringDiffers(a.ring, theirs) || (how == viaUnicast && (ringDiffers(before, theirs) || quiet)) {
 		a.sendRing(src)
 	}
 	return nil

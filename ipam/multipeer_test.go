@@ -178,3 +178,51 @@ func TestPartitionDuringConsensus(t *testing.T) {
 	n.round(5e9)
 	checkConverged(t, n)
 }
+
+// A broadcast is not answered, also not by the peers whose replica is
+// newer than the broadcaster's (as in 2.8.1): each of them would send its
+// whole ring back to the broadcaster, n-1 multi-hop replies per broadcast.
+// A unicast or a neighbour's periodic gossip from a stale peer is.
+func TestStaleBroadcastIsNotAnswered(t *testing.T) {
+	n := newMemNet(t, 3)
+	var peers []*Allocator
+	for i := 1; i <= 6; i++ {
+		peers = append(peers, n.addPeer(i, consensus(6)))
+	}
+	var stale []byte // p1's state when only it holds space
+	for i, a := range peers {
+		if r := n.allocate(a, fmt.Sprintf("c%d", i), universe12); r.err != nil {
+			t.Fatal(r.err)
+		}
+		if i == 0 {
+			stale = peers[0].Gossip().Encode()[0]
+		}
+	}
+	n.pump()
+	unicastsTo := func(dst mesh.PeerName) int {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		k := 0
+		for _, m := range n.queue {
+			if m.unicast && m.dst == dst {
+				k++
+			}
+		}
+		return k
+	}
+	p1 := peers[0].cfg.OurName
+	for _, a := range peers[1:] {
+		if _, err := a.OnGossipBroadcast(p1, stale); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if k := unicastsTo(p1); k != 0 {
+		t.Errorf("a stale broadcast drew %d replies to the broadcaster; want 0", k)
+	}
+	if _, err := peers[1].OnGossip(stale); err != nil {
+		t.Fatal(err)
+	}
+	if k := unicastsTo(p1); k != 1 {
+		t.Errorf("a stale neighbour's periodic gossip drew %d replies; want 1", k)
+	}
+}
