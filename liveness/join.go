@@ -2,7 +2,6 @@ package liveness
 
 import (
 	"math/rand/v2"
-	"slices"
 	"time"
 )
 
@@ -34,35 +33,36 @@ func (d *Detector) joinLoop() {
 }
 
 // joinSeeds joins up to joinsPerRound seeds, in random order, that are not
-// alive or suspect to us and whose backoff has passed. A peer without liveness (Weave 2.8.1, or ours with
-// --no-liveness) refuses, and is retried ever more rarely.
+// alive or suspect to us and whose backoff has passed. A peer without
+// liveness (Weave 2.8.1, or ours with --no-liveness) refuses, and is
+// retried ever more rarely. The states are read under one lock: with
+// hundreds of seeds, a look-up each was most of a settled round's cost.
 func (d *Detector) joinSeeds(tries map[string]*try, now time.Time) {
-	seeds := slices.Clone(d.cfg.Seeds())
-	rand.Shuffle(len(seeds), func(i, j int) { seeds[i], seeds[j] = seeds[j], seeds[i] })
-	joins := 0
+	var due []Seed
+	seeds := d.cfg.Seeds() // not under d.mu: it reads mesh's status
+	d.mu.Lock()
 	for _, s := range seeds {
-		if joins == joinsPerRound {
-			return
-		}
 		if s.Name == d.cfg.Name || s.Host == "" {
 			continue
 		}
-		if st := d.Get(s.Name).State; st == Alive || st == Suspect {
+		if st := d.peers[s.Name].State; st == Alive || st == Suspect {
 			delete(tries, s.Name)
 			continue
 		}
-		tr := tries[s.Name]
-		if tr != nil && now.Before(tr.next) {
-			continue
+		if tr := tries[s.Name]; tr == nil || !now.Before(tr.next) {
+			due = append(due, s)
 		}
+	}
+	d.mu.Unlock()
+	rand.Shuffle(len(due), func(i, j int) { due[i], due[j] = due[j], due[i] })
+	for _, s := range due[:min(len(due), joinsPerRound)] {
 		select {
 		case <-d.stop:
 			return
 		default:
 		}
-		joins++
 		if _, err := d.Join(s.Host); err != nil {
-			tries[s.Name] = d.backoff(tr, now)
+			tries[s.Name] = d.backoff(tries[s.Name], now)
 			d.cfg.Logger.Debug("cannot join liveness peer", "component", "liveness", "peer", s.Name, "err", err)
 		}
 	}

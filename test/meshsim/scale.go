@@ -16,11 +16,14 @@ import (
 )
 
 // Await polls cond (which names what is still missing, or returns "")
-// every 100 ms until it holds or ctx ends, and returns how long it took.
-// mesh offers no convergence event, so polling is the only way.
+// every 100 ms, or four times as long as cond took (checking hundreds of
+// routers' views of each other is O(n^2) and should not starve them),
+// until it holds or ctx ends, and returns how long it took. mesh offers
+// no convergence event, so polling is the only way.
 func Await(ctx context.Context, what string, cond func() string) (time.Duration, error) {
 	start := time.Now()
 	for {
+		t0 := time.Now()
 		problem := cond()
 		if problem == "" {
 			return time.Since(start), nil
@@ -28,7 +31,7 @@ func Await(ctx context.Context, what string, cond func() string) (time.Duration,
 		select {
 		case <-ctx.Done():
 			return time.Since(start), fmt.Errorf("%s not reached after %v: %s", what, time.Since(start).Round(time.Millisecond), problem)
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(max(100*time.Millisecond, 4*time.Since(t0))):
 		}
 	}
 }
@@ -154,6 +157,18 @@ func (s *Sim) MeshConnections() (int, error) {
 		return 0, fmt.Errorf("ss: %w", err)
 	}
 	return strings.Count(string(out), "\n"), nil
+}
+
+// Suspicions sums, over every live peer's detector, how many times it
+// saw a peer become suspect.
+func (s *Sim) Suspicions() uint64 {
+	var total uint64
+	for _, p := range s.Alive() {
+		if p.Live != nil {
+			total += p.Live.Transitions(liveness.Suspect)
+		}
+	}
+	return total
 }
 
 // LivenessPacketBytes sums the UDP bytes every live peer's detector sent.

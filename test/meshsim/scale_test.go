@@ -93,6 +93,7 @@ type scaleFigures struct {
 	coldTopo, coldLive, coldRing  time.Duration
 	deathTopo, deathLive, deathRg time.Duration
 	meshBps, liveBps              float64       // bytes per peer per second
+	suspicions                    uint64        // views turning suspect in the window: all false
 	heapPerPeer                   float64       // bytes
 	rss, hwm                      uint64        // this process, after the death
 	connLimit, conns              int           // mesh connections once settled
@@ -153,7 +154,9 @@ func runScale(t *testing.T, n int, window, limit time.Duration, steady, withIPAM
 	if steady {
 		f.conns, f.settled = settle(t, ctx, s, start)
 	}
+	sus0 := s.Suspicions()
 	f.meshBps, f.liveBps = gossipRates(t, s, window)
+	f.suspicions = s.Suspicions() - sus0
 	if w != nil {
 		f.realRSS, f.realHWM = w.memory()
 	}
@@ -322,9 +325,9 @@ func holderToKill(t *testing.T, s *meshsim.Sim) int {
 func (f scaleFigures) String() string {
 	out := fmt.Sprintf("meshsim %d peers (conn limit %d, discovery %v): cold start: topology %v, liveness %v, IPAM ring %v; "+
 		"after a death: all see it dead %v, topology %v, ring reclaimed %v (reclaim-after %v; 0 = IPAM off); "+
-		"gossip: mesh TCP %.0f B/peer/s, liveness UDP %.0f B/peer/s; heap %.2f MiB/peer; process RSS %.0f MiB, peak %.0f MiB",
+		"gossip: mesh TCP %.0f B/peer/s, liveness UDP %.0f B/peer/s (%d false suspicions in the window); heap %.2f MiB/peer; process RSS %.0f MiB, peak %.0f MiB",
 		f.n, f.connLimit, discovery(), r(f.coldTopo), r(f.coldLive), r(f.coldRing), r(f.deathLive), r(f.deathTopo), r(f.deathRg), reclaimAfter,
-		f.meshBps, f.liveBps, f.heapPerPeer/(1<<20), mib(f.rss), mib(f.hwm))
+		f.meshBps, f.liveBps, f.suspicions, f.heapPerPeer/(1<<20), mib(f.rss), mib(f.hwm))
 	if f.conns > 0 {
 		out += fmt.Sprintf("; %d mesh connections, settled after %v", f.conns, r(f.settled))
 	}
