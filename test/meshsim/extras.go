@@ -66,9 +66,10 @@ func (s *Sim) startIPAM(p *Peer, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("IPAM gossip of %s: %w", p.NickName, err)
 	}
-	a.SetGossip(g)
+	out := ipam.NewOutbox(g, log.With("component", "ipam"))
+	a.SetGossip(out)
 	a.Start()
-	p.IPAM = a
+	p.IPAM, p.outbox = a, out
 	return nil
 }
 
@@ -152,6 +153,13 @@ func (s *Sim) stopExtras(p *Peer, graceful bool) {
 	}
 	if p.IPAM != nil {
 		p.IPAM.Stop()
+	}
+	if p.outbox != nil {
+		if graceful {
+			p.outbox.Close()
+		} else {
+			go p.outbox.Close() // what it still sends fails once the mesh router stops
+		}
 	}
 }
 

@@ -64,6 +64,7 @@ type Peer struct {
 	IP       string             // its own address
 	Live     *liveness.Detector // with Options.Liveness
 	IPAM     *ipam.Allocator    // with Options.IPAM
+	outbox   *ipam.Outbox       // IPAM's sends
 	stop     chan struct{}      // stops the reclaimer
 	stopOnce sync.Once
 	killed   bool

@@ -72,7 +72,9 @@ func (d *daemon) startIPAM(b *backend) error {
 	if err != nil {
 		return fmt.Errorf("register IPAM gossip channel: %w", err)
 	}
-	alloc.SetGossip(g)
+	out := ipam.NewOutbox(g, d.log.With("component", "ipam"))
+	d.onStop(out.Close) // after alloc.Stop (cleanups run last first): its hand-over goes out
+	alloc.SetGossip(out)
 	b.mesh.Peers.OnGC(func(p *wmesh.Peer) { alloc.PeerGone(p.Name) })
 	alloc.Start()
 	d.onStop(alloc.Stop)
