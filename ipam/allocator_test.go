@@ -95,6 +95,37 @@ func TestSeedMode(t *testing.T) {
 	}
 }
 
+// A seed-mode peer without its ring yet does not take part in elections:
+// another peer's election state or an observer's call for one draws no
+// broadcast from it.
+func TestSeedModeNeverElects(t *testing.T) {
+	n := newMemNet(t, 6)
+	seeds := func(c *Config) { c.Init = Init{Mode: InitSeed, Seeds: []meshName{0x0a0000000001}} }
+	s := n.addPeer(2, seeds)
+	elector := n.addPeer(3, consensus(3))
+	observer := n.addPeer(4, func(c *Config) { c.Init = Init{Mode: InitObserver} })
+	_ = elector.do(func() { elector.establishRing() }) // proposes: its state carries Paxos claims
+	_ = observer.do(func() { observer.establishRing() })
+	n.mu.Lock()
+	n.queue = nil
+	n.mu.Unlock()
+	for _, from := range []*Allocator{elector, observer} {
+		if _, err := s.OnGossipBroadcast(from.cfg.OurName, from.Gossip().Encode()[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, m := range n.queue {
+		if m.src == s.cfg.OurName {
+			t.Fatalf("the seed-mode peer sent %d bytes (unicast %v) in reply to election state", len(m.payload), m.unicast)
+		}
+	}
+	if st := s.Status(); st.Paxos != nil || len(st.Entries) != 0 {
+		t.Fatalf("seed-mode peer: paxos %+v, %d ring entries; want neither", st.Paxos, len(st.Entries))
+	}
+}
+
 func TestClaimAndFree(t *testing.T) {
 	n := newMemNet(t, 5)
 	a := n.addPeer(1, consensus(2))

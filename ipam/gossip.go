@@ -99,6 +99,13 @@ func (a *Allocator) update(src mesh.PeerName, st *gossipState, how via) error {
 		if src != mesh.UnknownPeerName {
 			a.sendRing(src) // they lack the ring
 		}
+	case a.cfg.Init.Mode == InitSeed:
+		// Our ring comes from the seed list (created at our first
+		// request), never from an election: a seed peer that answered
+		// other peers' election state joined an election among every
+		// peer still without a ring, flooding Paxos broadcasts (that every
+		// peer with a ring answered), and could have created a ring other
+		// than the seeds'.
 	case st.Paxos != nil && a.paxos.IsElector():
 		if !a.electing {
 			a.startElection()
