@@ -15,13 +15,20 @@ import (
 // whole topology and asks every overlay for diagnostics.
 const seedsRefresh = time.Minute
 
+// seedsMinAge bounds how often it is rebuilt while the topology changes
+// (every route calculation, during a cold start of hundreds of routers):
+// a new peer joins us itself, our seeds matter for the peers that do not.
+// A router without seeds yet (just started) rebuilds on every change.
+const seedsMinAge = 10 * time.Second
+
 // MeshSeeds returns a Config.Seeds that lists every peer in r's topology
 // at the IP its neighbours connect to it from (or it listens on): the
 // mesh's known peers are the liveness seeds, there is no list of its own.
 // The port is the detector's own, like mesh's connection maker, which
 // also dials every peer at its own port. The list is rebuilt only when
-// mesh recalculated its routes since the last call (or after
-// seedsRefresh): a settled topology costs nothing per join round.
+// mesh recalculated its routes since it was built, at most every
+// seedsMinAge, and otherwise after seedsRefresh: a settled topology costs
+// nothing per join round.
 func MeshSeeds(r *mesh.Router) func() []Seed {
 	var mu sync.Mutex
 	var seeds []Seed
@@ -32,9 +39,11 @@ func MeshSeeds(r *mesh.Router) func() []Seed {
 	return func() []Seed {
 		mu.Lock()
 		defer mu.Unlock()
-		if !changed.Swap(false) && time.Since(at) < seedsRefresh {
+		age := time.Since(at)
+		if (len(seeds) > 0 && age < seedsMinAge) || (!changed.Load() && age < seedsRefresh) {
 			return seeds
 		}
+		changed.Store(false)
 		seeds, at = statusSeeds(r), time.Now()
 		return seeds
 	}
