@@ -14,7 +14,7 @@
 #
 # Environment: SIZES ["200,500"] WINDOW [30s] PROFILE [""]: a directory
 #              to write cpu.pprof and mem.pprof of the run into;
-#              IPAM [0]: 1 adds an allocator per router (see scale_test.go);
+#              IPAM [1]: an allocator per router (0: mesh and liveness only; see scale_test.go);
 #              CONNLIMIT [16]: mesh connection limit per router;
 #              DISCOVERY [0]: 1 turns mesh peer discovery on;
 #              REAL [0]: 1 (or a size) makes a real bin/weaver (make build)
@@ -55,7 +55,7 @@ if [ -n "$PROFILE" ]; then
   PROFILE=$(cd "$PROFILE" && pwd)
   args+=(-test.cpuprofile "$PROFILE/cpu.pprof" -test.memprofile "$PROFILE/mem.pprof")
 fi
-env=(MESHSIM_SCALE="$SIZES" MESHSIM_WINDOW="$WINDOW" MESHSIM_IPAM="${IPAM:-0}")
+env=(MESHSIM_SCALE="$SIZES" MESHSIM_WINDOW="$WINDOW" MESHSIM_IPAM="${IPAM:-1}")
 [ -n "${CONNLIMIT:-}" ] && env+=(MESHSIM_CONNLIMIT="$CONNLIMIT")
 [ -n "${DISCOVERY:-}" ] && env+=(MESHSIM_DISCOVERY="$DISCOVERY")
 [ -n "${LIMIT:-}" ] && env+=(MESHSIM_LIMIT="$LIMIT")
