@@ -62,17 +62,11 @@ func (f *forwarder) diagnostics() PeerDiagnostics {
 		Confirmed:    f.confirmed.Load(),
 		Established:  f.established.Load(),
 		StackFrag:    f.stackFrag.Load(),
-		MTU:          int(f.mtu.Load()),
+		MTU:          f.overlayMTU(),
 		PeerJumbo:    f.peerJumbo,
 		Jumbo:        f.jumbo.Load(),
 		PeerSegments: f.peerSeg,
 		Segments:     f.seg.Load(),
-	}
-	switch {
-	case d.Segments:
-		d.MTU = MaxSegmentedFrame - ethHeaderLen
-	case d.Jumbo:
-		d.MTU = f.jumboMTU
 	}
 	if d.Encrypted {
 		d.Cipher = f.cipher.String()

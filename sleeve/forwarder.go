@@ -220,13 +220,26 @@ func (f *forwarder) ControlMessage(tag byte, msg []byte) {
 
 // Attrs implements mesh.OverlayConnection.
 func (f *forwarder) Attrs() map[string]any {
-	if f.seg.Load() {
-		return map[string]any{"name": "sleeve", "mtu": MaxSegmentedFrame - ethHeaderLen, "segments": true}
+	a := map[string]any{"name": "sleeve", "mtu": f.overlayMTU()}
+	switch {
+	case f.seg.Load():
+		a["segments"] = true
+	case f.jumbo.Load():
+		a["jumbo"] = true
 	}
-	if f.jumbo.Load() {
-		return map[string]any{"name": "sleeve", "mtu": f.jumboMTU, "jumbo": true}
+	return a
+}
+
+// overlayMTU is the largest inner IP packet the link carries now: a whole
+// IP packet with segmented framing, jumbo framing's limit, or the path's.
+func (f *forwarder) overlayMTU() int {
+	switch {
+	case f.seg.Load():
+		return MaxSegmentedFrame - ethHeaderLen
+	case f.jumbo.Load():
+		return f.jumboMTU
 	}
-	return map[string]any{"name": "sleeve", "mtu": int(f.mtu.Load())}
+	return int(f.mtu.Load())
 }
 
 func (f *forwarder) kick(kind int) { f.post(event{kind: kind}) }

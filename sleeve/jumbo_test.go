@@ -35,17 +35,8 @@ func overlayFeatures(o *Overlay) map[string]string {
 	return f
 }
 
-// awaitJumbo polls Attrs (jumbo has no change event) until it is on.
-func awaitJumbo(t testing.TB, f router.Forwarder) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for f.Attrs()["jumbo"] != true {
-		if time.Now().After(deadline) {
-			t.Fatalf("jumbo framing never came on: %v", f.Attrs())
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
+// awaitJumbo waits until jumbo framing is on.
+func awaitJumbo(t testing.TB, f router.Forwarder) { t.Helper(); awaitAttr(t, f, "jumbo", true) }
 
 // TestJumboNegotiation: jumbo framing is used only when both ends offer
 // it, and then carries a 64 KiB frame whole (encrypted) in both

@@ -132,17 +132,21 @@ func awaitClosed(t testing.TB, ch <-chan struct{}, what string) {
 	}
 }
 
-// awaitMTU polls Attrs (the MTU has no change event) until it settles.
-func awaitMTU(t *testing.T, f router.Forwarder, want int) {
+// awaitAttr polls Attrs (the MTU and the framing have no change event)
+// until key has the value want.
+func awaitAttr(t testing.TB, f interface{ Attrs() map[string]any }, key string, want any) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for f.Attrs()["mtu"] != want {
+	for f.Attrs()[key] != want {
 		if time.Now().After(deadline) {
-			t.Fatalf("mtu %v, want %d", f.Attrs()["mtu"], want)
+			t.Fatalf("%s %v, want %v (attrs %v)", key, f.Attrs()[key], want, f.Attrs())
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// awaitMTU waits until the MTU settles at want.
+func awaitMTU(t *testing.T, f router.Forwarder, want int) { t.Helper(); awaitAttr(t, f, "mtu", want) }
 
 func TestLoopbackPair(t *testing.T) {
 	for _, tc := range []struct {

@@ -337,16 +337,10 @@ func segOverhead(key *[32]byte) int {
 	return FrameOverhead + ethHeaderLen + PlainOverhead
 }
 
-// awaitSegments polls Attrs (no change event) until segmented framing is on.
+// awaitSegments waits until segmented framing is on.
 func awaitSegments(t testing.TB, f interface{ Attrs() map[string]any }) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for f.Attrs()["segments"] != true {
-		if time.Now().After(deadline) {
-			t.Fatalf("segmented framing never came on: %v", f.Attrs())
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	awaitAttr(t, f, "segments", true)
 }
 
 func FuzzReassembly(f *testing.F) {
