@@ -3,6 +3,7 @@ package router
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/weaveworks/mesh"
 )
@@ -16,6 +17,23 @@ type FrameHandler interface {
 	// addressed to (for broadcasts, the next hop, i.e. us). frame is only
 	// valid for the duration of the call.
 	HandleForwarded(srcPeer, dstPeer mesh.PeerName, frame []byte)
+}
+
+// LateHandler is the FrameHandler of an overlay built before the
+// NetworkRouter it feeds (the router takes its overlays at construction):
+// it hands frames to the router once Set, and drops them before.
+type LateHandler struct {
+	r atomic.Pointer[NetworkRouter]
+}
+
+// Set makes r the receiver of every later frame.
+func (h *LateHandler) Set(r *NetworkRouter) { h.r.Store(r) }
+
+// HandleForwarded implements FrameHandler.
+func (h *LateHandler) HandleForwarded(src, dst mesh.PeerName, frame []byte) {
+	if r := h.r.Load(); r != nil {
+		r.HandleForwarded(src, dst, frame)
+	}
 }
 
 // Overlay is one data-plane transport (sleeve, fastdp). The router's

@@ -6,7 +6,6 @@ import (
 	"net"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,13 +129,13 @@ func (s *Sim) startPeer(i int) (*Peer, error) {
 		nr *router.NetworkRouter
 	)
 	if s.opts.Sleeve {
-		fh := &lateHandler{}
+		fh := &router.LateHandler{}
 		sl, err := sleeve.New(sleeve.Config{Host: ip, Port: port, LocalPeer: name, Handler: fh, Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("start sleeve of %s: %w", nick, err)
 		}
 		nr = router.NewNetworkRouter(cfg, sl)
-		fh.r.Store(nr)
+		fh.Set(nr)
 	} else {
 		ov = NewFakeOverlay(s.opts.OverlayName, name, s.Net)
 		nr = router.NewNetworkRouter(cfg, ov)
@@ -182,13 +181,14 @@ func (s *Sim) meshConfig(ip string, port int) mesh.Config {
 // address returns peer i's IP and mesh port.
 func (s *Sim) address(i int) (string, int, error) {
 	if !s.opts.Loopback {
-		port, err := freePort("127.0.0.1")
+		port, err := FreePort("127.0.0.1")
 		return "127.0.0.1", port, err
 	}
 	return s.loopbackIP(i), s.port, nil
 }
 
-func freePort(host string) (int, error) {
+// FreePort returns a TCP port free on host just now.
+func FreePort(host string) (int, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return 0, fmt.Errorf("find free port: %w", err)
@@ -283,17 +283,6 @@ func (s *Sim) convergenceProblem() string {
 		}
 	}
 	return ""
-}
-
-// lateHandler hands sleeve's frames to the network router built after it.
-type lateHandler struct {
-	r atomic.Pointer[router.NetworkRouter]
-}
-
-func (h *lateHandler) HandleForwarded(src, dst mesh.PeerName, frame []byte) {
-	if r := h.r.Load(); r != nil {
-		r.HandleForwarded(src, dst, frame)
-	}
 }
 
 // Stop stops every peer's router, overlay and mesh (the patched mesh

@@ -85,19 +85,6 @@ func (b *backend) persistTargets() {
 	}
 }
 
-// frameHandler forwards overlay frames to the network router once it
-// exists: the sleeve overlay needs a handler before the router it feeds is
-// built (the router takes its overlays at construction).
-type frameHandler struct {
-	r atomic.Pointer[router.NetworkRouter]
-}
-
-func (h *frameHandler) HandleForwarded(src, dst wmesh.PeerName, frame []byte) {
-	if r := h.r.Load(); r != nil {
-		r.HandleForwarded(src, dst, frame)
-	}
-}
-
 func (b *backend) Expose(addr netip.Prefix, skipNAT bool) error {
 	expose := b.firewall.Expose
 	if skipNAT {

@@ -204,7 +204,7 @@ func (d *daemon) setupNPCGuard() error {
 // the capture socket, and starts the capture loop.
 func (d *daemon) startDataPlane(name wmesh.PeerName) (*backend, error) {
 	c := d.cfg
-	fh := &frameHandler{}
+	fh := &router.LateHandler{}
 	sl, err := sleeve.New(sleeve.Config{
 		Host: c.Host, Port: c.Port, LocalPeer: name, Handler: fh,
 		Logger: d.log.With("component", "sleeve"), PktDebug: c.PktDebug,
@@ -220,7 +220,7 @@ func (d *daemon) startDataPlane(name wmesh.PeerName) (*backend, error) {
 		Logger: d.log.With("component", "router"), MACMaxAge: macMaxAge, PktDebug: c.PktDebug,
 		BusyPoll: busyPoll(c.BusyPoll),
 	}, overlays...)
-	fh.r.Store(nr)
+	fh.Set(nr)
 	d.onStop(nr.Stop)
 	mr, err := wmesh.NewRouter(meshConfig(c), name, c.NickName, nr.MeshOverlay(),
 		ourmesh.Logger(d.log))
