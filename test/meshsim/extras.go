@@ -23,7 +23,7 @@ func (s *Sim) pickAddresses() error {
 	}
 	s.base = [2]byte{byte(20 + rand.IntN(200)), byte(rand.IntN(200))}
 	var err error
-	if s.port, err = freePort(s.loopbackIP(0)); err != nil {
+	if s.port, err = FreePort(s.loopbackIP(0)); err != nil {
 		return err
 	}
 	if s.opts.Liveness {

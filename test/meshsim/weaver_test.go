@@ -78,12 +78,11 @@ func startWeaver(t *testing.T, s *meshsim.Sim, bin string, ipam bool, rng *rand.
 	k := len(s.Peers)
 	ip := s.LoopbackIP(k)
 	mport, lport := s.Ports()
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	hport, err := meshsim.FreePort(ip)
 	if err != nil {
 		t.Fatal(err)
 	}
-	httpAddr := l.Addr().String()
-	l.Close()
+	httpAddr := net.JoinHostPort(ip, strconv.Itoa(hport))
 	dir := t.TempDir()
 	args := []string{
 		"--name", weaverName, "--nickname", "real", "--host", ip, "--port", strconv.Itoa(mport),
