@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/nftables"
 	xtables "github.com/seedf75a49c6/weave/internal/iptables"
 )
 
@@ -195,32 +196,39 @@ func (f *Firewall) Remove() error {
 // raw table, which NoTrackUDP may have created, otherwise outlives a
 // reset. An empty table has no effect but its hooks' cost, and whoever
 // adds a rule to it again gets it back. Legacy tables are the kernel
-// module's and stay; so does a table with anything in it.
+// module's and stay; so does a table with anything in it. It reads and
+// deletes the table over netlink (google/nftables, as the npc guard does).
 func (ipt iptablesCmd) dropEmptyTable(table string) error {
 	if v, err := ipt.run("--version"); err != nil || !strings.Contains(v, "nf_tables") {
 		return nil
 	}
-	nft, err := exec.LookPath("nft")
+	c, err := nftables.New()
 	if err != nil {
-		return nil // cannot drop it without nft; harmless
+		return nil // cannot look; an empty table is harmless
 	}
-	if exec.Command(nft, "list", "table", "ip", table).Run() != nil {
-		return nil // no such table (iptables -S would show its default policies anyway)
+	t := &nftables.Table{Family: nftables.TableFamilyIPv4, Name: table}
+	if tables, err := c.ListTablesOfFamily(t.Family); err != nil ||
+		!slices.ContainsFunc(tables, func(x *nftables.Table) bool { return x.Name == table }) {
+		return nil
 	}
-	out, err := ipt.run("-t", table, "-S")
+	chains, err := c.ListChainsOfTableFamily(t.Family)
 	if err != nil {
 		return nil
 	}
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		if strings.HasPrefix(l, "#") {
-			continue // e.g. "# Warning: iptables-legacy tables present"
+	for _, ch := range chains {
+		if ch.Table.Name != table {
+			continue
 		}
-		if f := strings.Fields(l); len(f) != 3 || f[0] != "-P" || f[2] != "ACCEPT" {
+		if ch.Hooknum == nil || ch.Policy == nil || *ch.Policy != nftables.ChainPolicyAccept {
+			return nil // a chain of someone else's, or a policy that is not ACCEPT
+		}
+		if rules, err := c.GetRules(t, ch); err != nil || len(rules) > 0 {
 			return nil
 		}
 	}
-	if out, err := exec.Command(nft, "delete", "table", "ip", table).CombinedOutput(); err != nil {
-		return fmt.Errorf("delete empty table %s: %w: %s", table, err, strings.TrimSpace(string(out)))
+	c.DelTable(t)
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("delete empty table ip %s: %w", table, err)
 	}
 	return nil
 }
