@@ -241,11 +241,11 @@ func (f *forwarder) settle(p *pmtu, mtu int) {
 func (f *forwarder) receive(d []byte, from netip.AddrPort, plain []byte) {
 	f.cnt.RxDatagrams.Add(1)
 	frames := d[NameSize:]
-	if f.opener != nil && len(d) >= NameSize+SeqSize && binary.BigEndian.Uint64(d[NameSize:])&segBit != 0 {
-		f.receiveSealedSegment(d)
-		return
-	}
 	if f.opener != nil {
+		if len(d) >= NameSize+SeqSize && binary.BigEndian.Uint64(d[NameSize:])&segBit != 0 {
+			f.receiveSealedSegment(d) // opened into the frame being reassembled
+			return
+		}
 		p, err := f.opener.Open(plain, d)
 		if err != nil {
 			f.countOpenError(err)
