@@ -51,6 +51,8 @@ type Link struct {
 	Cipher    string  `json:"c,omitempty"`  // sleeve cipher
 	TxFPS     float64 `json:"tx,omitempty"` // frames per second sent recently
 	RxFPS     float64 `json:"rx,omitempty"` // frames per second received recently
+	TxBPS     float64 `json:"tb,omitempty"` // bytes per second sent recently (fastdp: the kernel's count; sleeve: 0, not counted)
+	RxBPS     float64 `json:"rb,omitempty"` // bytes per second received recently
 }
 
 // Summary is one router's links at one moment.
@@ -74,6 +76,7 @@ func sameFacts(a, b Summary) bool {
 	for i := range a.Links {
 		x, y := a.Links[i], b.Links[i]
 		x.TxFPS, x.RxFPS, y.TxFPS, y.RxFPS = 0, 0, 0, 0
+		x.TxBPS, x.RxBPS, y.TxBPS, y.RxBPS = 0, 0, 0, 0
 		if x != y {
 			return false
 		}

@@ -35,6 +35,7 @@ type backend struct {
 	dnsServer *dns.Server
 	live      atomic.Pointer[liveness.Detector] // nil with --no-liveness
 	nicks     sync.Map                          // peer name -> nickname, for liveness status
+	page      *pageState                        // link summaries for the status page (page.go)
 }
 
 var _ httpapi.Backend = (*backend)(nil)

@@ -121,6 +121,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if err := d.startDNS(b); err != nil {
 		return err
 	}
+	if err := d.startLinkState(ctx, b); err != nil {
+		return err
+	}
 	if err := d.startMesh(b); err != nil {
 		return err
 	}
@@ -302,12 +305,17 @@ func (d *daemon) startHTTP(b *backend) error {
 	for _, l := range []struct {
 		addr     string
 		readOnly bool
-	}{{d.cfg.HTTPAddr, false}, {d.cfg.StatusAddr, true}, {d.cfg.MetricsAddr, true}} {
+		page     bool // the status page (read-only address only)
+	}{{d.cfg.HTTPAddr, false, false}, {d.cfg.StatusAddr, true, true}, {d.cfg.MetricsAddr, true, false}} {
 		if l.addr == "" {
 			continue
 		}
 		api.ReadOnly = l.readOnly
-		srv, err := httpapi.Serve(l.addr, httpapi.NewAPIHandler(api), d.log)
+		h := httpapi.NewAPIHandler(api)
+		if l.page {
+			h = httpapi.WithPage(h, httpapi.PageConfig{Source: b, Logger: api.Logger})
+		}
+		srv, err := httpapi.Serve(l.addr, h, d.log)
 		if err != nil {
 			return fmt.Errorf("start HTTP API: %w", err)
 		}

@@ -35,8 +35,15 @@ func Serve(addr string, h http.Handler, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Requests see their context end when the server shuts down, so
+	// long-lived ones (the status page's event stream) do not hold
+	// Close for shutdownTimeout.
+	base, cancel := context.WithCancel(context.Background())
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return base }}
+	srv.RegisterOnShutdown(cancel)
 	s := &Server{
-		srv:      &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},
+		srv:      srv,
 		addr:     ln.Addr().String(),
 		sockPath: sockPath,
 		done:     make(chan struct{}),

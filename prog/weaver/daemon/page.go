@@ -1,0 +1,154 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/seedf75a49c6/weave/fastdp"
+	"github.com/seedf75a49c6/weave/internal/version"
+	"github.com/seedf75a49c6/weave/linkstate"
+	"github.com/seedf75a49c6/weave/prog/weaver/httpapi"
+	"github.com/seedf75a49c6/weave/sleeve"
+	wmesh "github.com/weaveworks/mesh"
+)
+
+// linkSummaryInterval is how often this router's link summary is
+// rebuilt; linkstate sends it only when it changed (at most once per
+// linkstate.MinInterval) or every linkstate.Refresh.
+const linkSummaryInterval = time.Second
+
+// pageState is what the status page and `weave status links` need
+// beyond the report: the gossiped link summaries and the counters the
+// traffic rates are computed from.
+type pageState struct {
+	table *linkstate.Table
+	mu    sync.Mutex
+	prev  map[string]linkSample // by remote peer
+	at    time.Time
+}
+
+// linkSample is one link's traffic counters at one moment.
+type linkSample struct{ txf, rxf, txb, rxb uint64 }
+
+var _ httpapi.PageSource = (*backend)(nil)
+
+// startLinkState registers the link summary gossip channel (before mesh
+// starts, as the other channels) and keeps our own summary current.
+func (d *daemon) startLinkState(ctx context.Context, b *backend) error {
+	t := linkstate.New(b.mesh.Ourself.Name)
+	g, err := b.mesh.NewGossip(linkstate.ChannelName, t)
+	if err != nil {
+		return fmt.Errorf("register link summary gossip channel: %w", err)
+	}
+	t.SetGossip(g)
+	b.mesh.Peers.OnGC(func(p *wmesh.Peer) {
+		gone := p.Name.String()
+		t.Prune(func(peer string) bool { return peer != gone })
+	})
+	b.page = &pageState{table: t, prev: map[string]linkSample{}}
+	d.every(ctx, linkSummaryInterval, func(now time.Time) { b.publishLinks(now) })
+	return nil
+}
+
+// publishLinks builds our summary from the live connections and the
+// overlays' counters and hands it to linkstate.
+func (b *backend) publishLinks(now time.Time) {
+	rr := httpapi.RouterReportFromMesh(wmesh.NewStatus(b.mesh))
+	links := httpapi.LocalLinks(&rr)
+	cur := linkCounters(rr.OverlayDiagnostics)
+	p := b.page
+	p.mu.Lock()
+	secs := now.Sub(p.at).Seconds()
+	for i := range links {
+		l := &links[i]
+		c, ok := cur[l.Peer]
+		old, had := p.prev[l.Peer]
+		if !ok || !had || secs <= 0 || p.at.IsZero() {
+			continue
+		}
+		l.TxFPS, l.RxFPS = perSecond(c.txf, old.txf, secs), perSecond(c.rxf, old.rxf, secs)
+		l.TxBPS, l.RxBPS = perSecond(c.txb, old.txb, secs), perSecond(c.rxb, old.rxb, secs)
+	}
+	p.prev, p.at = cur, now
+	p.mu.Unlock()
+	p.table.SetOwn(linkstate.Summary{NickName: rr.NickName, Software: version.Version, Links: links})
+}
+
+func perSecond(now, before uint64, secs float64) float64 {
+	if now < before { // counters restarted with a new connection
+		return 0
+	}
+	return float64(now-before) / secs
+}
+
+// linkCounters sums, per remote peer, the frames sleeve counted and the
+// packets and bytes of the link's VXLAN device (the kernel counts those;
+// sleeve counts no bytes).
+func linkCounters(diag any) map[string]linkSample {
+	out := map[string]linkSample{}
+	m, _ := diag.(map[string]any)
+	if s, ok := m["sleeve"].(sleeve.Diagnostics); ok {
+		for _, pd := range s.Peers {
+			c := out[pd.Peer]
+			c.txf += pd.Counters.TxFrames
+			c.rxf += pd.Counters.RxFrames
+			out[pd.Peer] = c
+		}
+	}
+	if f, ok := m[fastdp.DisplayName].(fastdp.Status); ok {
+		for _, l := range f.Links {
+			c := out[l.Peer]
+			c.txf += sysCounter(l.Device, "tx_packets")
+			c.rxf += sysCounter(l.Device, "rx_packets")
+			c.txb += sysCounter(l.Device, "tx_bytes")
+			c.rxb += sysCounter(l.Device, "rx_bytes")
+			out[l.Peer] = c
+		}
+	}
+	return out
+}
+
+// sysCounter reads a network device statistic; 0 when unreadable.
+func sysCounter(dev, name string) uint64 {
+	if dev == "" || strings.ContainsAny(dev, "/.") {
+		return 0
+	}
+	b, err := os.ReadFile(filepath.Join("/sys/class/net", dev, "statistics", name))
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	return n
+}
+
+// LinkSummaries implements httpapi.PageSource.
+func (b *backend) LinkSummaries() map[string]linkstate.Summary {
+	if b.page == nil {
+		return nil
+	}
+	return b.page.table.All()
+}
+
+// Containers implements httpapi.PageSource: what IPAM has allocated here.
+func (b *backend) Containers() map[string][]string {
+	if b.ipam == nil {
+		return nil
+	}
+	owned, err := b.ipam.Owned()
+	if err != nil {
+		return nil
+	}
+	out := make(map[string][]string, len(owned))
+	for id, cidrs := range owned {
+		for _, c := range cidrs {
+			out[id] = append(out[id], c.String())
+		}
+	}
+	return out
+}
