@@ -26,7 +26,7 @@ func (f *fakePage) Report() Report {
 	return f.rep
 }
 func (f *fakePage) LinkSummaries() map[string]linkstate.Summary { return nil }
-func (f *fakePage) Containers() map[string][]string            { return nil }
+func (f *fakePage) Containers() map[string][]string             { return nil }
 
 func (f *fakePage) set(rep Report) {
 	f.mu.Lock()
@@ -36,7 +36,7 @@ func (f *fakePage) set(rep Report) {
 
 func pageReport(state string) Report {
 	return Report{Ready: true, Version: "test", Router: RouterReport{Name: "aa:00:00:00:00:01", NickName: "h1",
-		Peers: []PeerReport{{Name: "aa:00:00:00:00:01", NickName: "h1"}},
+		Peers:       []PeerReport{{Name: "aa:00:00:00:00:01", NickName: "h1"}},
 		Connections: []ConnectionReport{{Address: "192.168.100.2:6783", Outbound: true, State: state, Info: "x"}}}}
 }
 
