@@ -97,6 +97,9 @@ type FeedLinkEnd struct {
 	From string `json:"from"`
 	linkstate.Link
 	Time int64 `json:"time"` // unix seconds when that end made its summary
+	// Stale: that end is dead or unreachable from here, so its view is
+	// the last one heard.
+	Stale bool `json:"stale,omitempty"`
 }
 
 // FeedIPAM is the ring.
@@ -287,6 +290,10 @@ func BuildFeed(rep *Report, sums map[string]linkstate.Summary, containers map[st
 	}
 	for _, fl := range conns {
 		fl.Local = fl.A == r.Name || fl.B == r.Name
+		for i := range fl.Ends {
+			p := peers[fl.Ends[i].From]
+			fl.Ends[i].Stale = p != nil && (!p.Reachable || p.Liveness == "dead")
+		}
 		slices.SortFunc(fl.Ends, func(x, y FeedLinkEnd) int { return cmp.Compare(x.From, y.From) })
 		fl.Kind = linkKind(fl)
 		f.Links = append(f.Links, *fl)

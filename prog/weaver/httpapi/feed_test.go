@@ -156,6 +156,13 @@ func TestFeedOfMeshsimTopology(t *testing.T) {
 			t.Errorf("%s reachable from p0 after the cut", p.Nick)
 		}
 	}
+	for _, l := range f.Links {
+		for _, e := range l.Ends {
+			if e.From != name(0) && !e.Stale {
+				t.Errorf("link %s-%s: %s's view not stale though it is unreachable", l.A, l.B, e.From)
+			}
+		}
+	}
 }
 
 // awaitTopology waits until peer i's topology lists n peers with every

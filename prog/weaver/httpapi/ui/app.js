@@ -193,8 +193,11 @@ function renderGraph(f) {
     if (showLabel) {
       // Labels point outwards from the circle's centre.
       const dx = x - w / 2, dy = y - h / 2, d = Math.hypot(dx, dy) || 1;
-      const lx = dx / d * (rad + 6), ly = dy / d * (rad + 6) + 4;
+      const lx = dx / d * (rad + 6);
       const anchor = Math.abs(dx) < 10 ? "middle" : (dx > 0 ? "start" : "end");
+      const lines = mid ? 1 : 2;
+      // Above the centre the block of lines grows upwards, below downwards.
+      const ly = dy < -Math.abs(dx) / 2 ? dy / d * (rad + 6) - 13 * (lines - 1) - 2 : dy / d * (rad + 6) + 8;
       const tx = svg("text", { x: lx, y: ly, "text-anchor": anchor });
       tx.textContent = p.nick || p.name;
       gp.append(tx);
@@ -244,13 +247,14 @@ function renderPeerTable(f) {
 
 function endCells(l) {
   const ends = l.ends || [];
-  const path = ends.map(e => `${nick(e.from)}: ${e.o || "none"}`).join("; ");
+  const who = e => nick(e.from) + (e.stale ? " (stale)" : "");
+  const path = ends.map(e => `${who(e)}: ${e.o || "none"}`).join("; ");
   const enc = ends.length ? (ends.every(e => e.e) ? "yes" : (ends.some(e => e.e) ? "partly" : "no")) : "";
   const mtu = [...new Set(ends.map(e => e.m).filter(Boolean))].join(" / ");
   const why = [...new Set(ends.map(e => e.f).filter(Boolean))].join("; ") || l.info || (l.via ? `via ${nick(l.via)}` : "");
   const traffic = ends.filter(e => e.tx || e.rx || e.tb || e.rb)
-    .map(e => `${nick(e.from)}: ${rate(e.tx)} / ${rate(e.rx)}${e.tb || e.rb ? ` (${bytes(e.tb) || "0"} / ${bytes(e.rb) || "0"})` : ""}`).join("; ");
-  return { path, enc, mtu, why, traffic, seen: ends.map(e => nick(e.from)).join(", ") };
+    .map(e => `${who(e)}: ${rate(e.tx)} / ${rate(e.rx)}${e.tb || e.rb ? ` (${bytes(e.tb) || "0"} / ${bytes(e.rb) || "0"})` : ""}`).join("; ");
+  return { path, enc, mtu, why, traffic, seen: ends.map(who).join(", ") };
 }
 
 function renderLinks(f) {
@@ -336,7 +340,7 @@ function renderContainers(f) {
 
 function endBlock(e) {
   return el("div", { class: "end" },
-    el("b", {}, `${nick(e.from)}'s view`), " ", el("span", { class: "muted" }, "reported ", rel(e.time * 1000), " ago"),
+    el("b", {}, `${nick(e.from)}'s view`), " ", el("span", { class: "muted" }, "reported ", rel(e.time * 1000), " ago", e.stale ? " — stale: that peer is dead or unreachable" : ""),
     el("dl", { class: "kv" },
       el("dt", {}, "Data path"), el("dd", {}, e.o || "none"),
       el("dt", {}, "Connection"), el("dd", {}, `${e.s}${e.a ? " " + e.a : ""}`),
