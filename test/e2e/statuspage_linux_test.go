@@ -68,7 +68,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		t.Fatalf("header says %q (%v), want h1", selfText, err)
 	}
 	r := b.rerender(5)
-	t.Logf("render time, %d peers %d links (%s view): median %.1f ms (script %.1f ms)", r.Peers, r.Links, r.View, r.Ms, r.ScriptMs)
+	t.Logf("render time, %d peers %d links (%s view): median %.1f ms with layout (script alone %.1f ms)", r.Peers, r.Links, r.View, r.Ms, r.ScriptMs)
 	b.js(clickPeer(2))
 	b.await("h2's details", fmt.Sprintf(`!!document.querySelector('#detail-body h3[data-detail="%s"]')`, peerName(2)), 5*time.Second)
 	b.screenshot("1-healthy-3-peers")

@@ -103,6 +103,14 @@ function linkMatches(l, ts) {
   return ts.every(x => t.includes(x));
 }
 
+// A relayed peer is not a link: with many peers its dotted line (and
+// table row) shows only when that peer is picked or the filter asks for
+// "relayed".
+function showRelayed(l, f) {
+  if (l.kind !== "relayed" || f.peers.length <= 20) return true;
+  return (st.sel && st.sel.type === "peer" && st.sel.id === l.b) || terms().some(x => "relayed".startsWith(x) && x.length >= 3);
+}
+
 // ---- header ----
 
 function renderHeader(f) {
@@ -131,6 +139,7 @@ function renderHeader(f) {
 function layout(peers, w, h) {
   const pos = new Map();
   const n = peers.length;
+  h -= 44; // the legend's strip at the bottom
   const cx = w / 2, cy = h / 2;
   if (n === 1) { pos.set(peers[0].name, [cx, cy]); return pos; }
   const r = Math.max(40, Math.min(w, h) / 2 - (n > TABLE_ABOVE ? 24 : 64));
@@ -160,6 +169,7 @@ function renderGraph(f) {
   const links = svg("g", { class: "links" });
   for (const l of f.links) {
     if (!l.b) continue; // a target whose peer is unknown: listed in the table only
+    if (!showRelayed(l, f)) continue;
     const a = pos.get(l.a), b = pos.get(l.b);
     if (!a || !b) continue;
     const id = linkID(l);
@@ -192,7 +202,7 @@ function renderGraph(f) {
     const showLabel = !many || p.self || match || (st.sel && st.sel.id === p.name);
     if (showLabel) {
       // Labels point outwards from the circle's centre.
-      const dx = x - w / 2, dy = y - h / 2, d = Math.hypot(dx, dy) || 1;
+      const dx = x - w / 2, dy = y - (h - 44) / 2, d = Math.hypot(dx, dy) || 1;
       const lx = dx / d * (rad + 6);
       const anchor = Math.abs(dx) < 10 ? "middle" : (dx > 0 ? "start" : "end");
       const lines = mid ? 1 : 2;
@@ -263,7 +273,7 @@ function renderLinks(f) {
   const rows = [];
   const sorted = [...f.links].sort((x, y) => (BAD_KINDS.has(y.kind) - BAD_KINDS.has(x.kind)) || nick(x.a).localeCompare(nick(y.a)) || nick(x.b).localeCompare(nick(y.b)));
   for (const l of sorted) {
-    if (!linkMatches(l, ts)) continue;
+    if (!linkMatches(l, ts) || !showRelayed(l, f)) continue;
     const id = linkID(l);
     const c = endCells(l);
     rows.push(el("tr", { class: `pick${st.sel && st.sel.id === id ? " sel" : ""}`, "data-link": id, "data-kind": l.kind, onclick: () => pick("link", id) },
@@ -277,7 +287,8 @@ function renderLinks(f) {
       el("td", {}, c.seen)));
   }
   body.replaceChildren(...rows);
-  document.getElementById("links-count").textContent = `${rows.length} of ${f.links.length}`;
+  const hidden = f.links.filter(l => !showRelayed(l, f)).length;
+  document.getElementById("links-count").textContent = `${rows.length} of ${f.links.length}` + (hidden ? ` (${hidden} relayed peers folded: type "relayed" to list them)` : "");
 }
 
 // ---- IPAM, DNS, containers ----
@@ -288,6 +299,8 @@ function swatch(colour) {
   e.style.background = colour;
   return e;
 }
+
+function scroll(table) { return el("div", { class: "scroll" }, table); }
 
 function hue(i) { return `hsl(${(i * 137) % 360} 55% 52%)`; }
 
@@ -314,7 +327,7 @@ function renderIPAM(f) {
     el("dt", {}, "Pending"), el("dd", {}, `${ip.pendingClaims.length} claims, ${ip.pendingAllocates.length} allocations`));
   const claims = ip.pendingClaims.map(c => el("li", { class: "mono" }, `${c.Ident} ${c.CIDR}`));
   box.replaceChildren(kv, bar,
-    el("table", { class: "grid" }, el("thead", {}, el("tr", {}, el("th", {}, "Owner"), el("th", {}, "Peer"), el("th", {}, "Addresses"), el("th", {}, "Share"), el("th", {}, ""))), el("tbody", {}, ...rows)),
+    scroll(el("table", { class: "grid" }, el("thead", {}, el("tr", {}, el("th", {}, "Owner"), el("th", {}, "Peer"), el("th", {}, "Addresses"), el("th", {}, "Share"), el("th", {}, ""))), el("tbody", {}, ...rows))),
     claims.length ? el("ul", {}, ...claims) : "");
 }
 
@@ -326,7 +339,7 @@ function renderDNS(f) {
   const rows = d.entries.filter(e => !ts.length || ts.every(x => [e.name, e.address, e.origin, nick(e.origin), e.container].join(" ").toLowerCase().includes(x)))
     .map(e => el("tr", { "data-dns": e.name }, el("td", {}, e.name), el("td", { class: "mono" }, e.address), el("td", {}, nick(e.origin)), el("td", { class: "mono" }, e.container.slice(0, 12))));
   box.replaceChildren(el("p", { class: "muted" }, `domain ${d.domain} · ${d.entries.length} names`),
-    el("table", { class: "grid" }, el("thead", {}, el("tr", {}, el("th", {}, "Name"), el("th", {}, "Address"), el("th", {}, "Peer"), el("th", {}, "Container"))), el("tbody", {}, ...rows)));
+    scroll(el("table", { class: "grid" }, el("thead", {}, el("tr", {}, el("th", {}, "Name"), el("th", {}, "Address"), el("th", {}, "Peer"), el("th", {}, "Container"))), el("tbody", {}, ...rows))));
 }
 
 function renderContainers(f) {
@@ -415,13 +428,12 @@ function render() {
   renderContainers(f);
   renderDetails(f);
   const script = performance.now() - t0;
+  // The render time includes style and layout, forced here.
+  void document.body.offsetHeight;
+  const ms = performance.now() - t0;
   const n = ++st.renders;
-  // The render time includes style and layout: measured at the next frame.
-  requestAnimationFrame(() => {
-    const ms = performance.now() - t0;
-    window.weaveRender = { n, peers: f.peers.length, links: f.links.length, view: st.view, scriptMs: script, ms };
-    document.body.dataset.renders = String(n);
-  });
+  window.weaveRender = { n, peers: f.peers.length, links: f.links.length, view: st.view, scriptMs: script, ms };
+  requestAnimationFrame(() => { document.body.dataset.renders = String(n); });
 }
 
 function legend() {
