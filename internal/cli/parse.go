@@ -187,7 +187,7 @@ func parseConnect(args []string) (peers []string, replace bool, err error) {
 }
 
 // statusSubs are the valid arguments of `weave status`.
-var statusSubs = []string{"targets", "connections", "peers", "dns", "ipam"}
+var statusSubs = []string{"targets", "connections", "peers", "dns", "ipam", "links"}
 
 func parseStatus(args []string) (string, error) {
 	switch {

@@ -41,7 +41,7 @@ func TestVerbs(t *testing.T) {
 		{name: "status ipam", args: []string{"status", "ipam"}, answers: ok("x\n", "GET /status/ipam"),
 			stdout: "x\n", requests: []string{"GET /status/ipam"}},
 		{name: "status bad sub", args: []string{"status", "bogus"}, answers: ok(""), code: 1,
-			stderr: `status: invalid argument "bogus": use one of targets, connections, peers, dns, ipam`},
+			stderr: `status: invalid argument "bogus": use one of targets, connections, peers, dns, ipam, links`},
 		{name: "status too many", args: []string{"status", "peers", "x"}, answers: ok(""), code: 1, stderr: "too many arguments"},
 		{name: "status 500 keeps message", args: []string{"status", "dns"},
 			answers: map[string]answer{"GET /status/dns": {500, "error during template execution"}},

@@ -72,6 +72,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	b.js(clickPeer(2))
 	b.await("h2's details", fmt.Sprintf(`!!document.querySelector('#detail-body h3[data-detail="%s"]')`, peerName(2)), 5*time.Second)
 	b.screenshot("1-healthy-3-peers")
+	checkStatusLinks(t, cl, 2, 3, "fastdp")
 
 	cl.blockVXLAN(2, true)
 	cl.waitLink(1, 2, "falls back to sleeve", func(st linkState) bool { return st.overlay == "sleeve" && st.fallback != "" })
@@ -84,6 +85,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		t.Errorf("h1-h2 row %q (%v), want the fallback reason", why, err)
 	}
 	b.screenshot("2-vxlan-blocked-into-h2")
+	checkStatusLinks(t, cl, 2, 3, "sleeve-fallback")
 
 	cl.blockVXLAN(2, false)
 	cl.waitLink(1, 2, "back on vxlan", onVXLAN)
@@ -125,4 +127,24 @@ func wantLiveness(origin, peer, state string) error {
 // clickPeer picks peer i in the graph as a click does.
 func clickPeer(i int) string {
 	return fmt.Sprintf(`document.querySelector('#graph g.peer[data-peer="%s"]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`, peerName(i))
+}
+
+// checkStatusLinks: `weave status links` on h1 shows the remote link
+// a-b of kind, from both ends' views.
+func checkStatusLinks(t *testing.T, cl *cluster, a, b int, kind string) {
+	t.Helper()
+	out := cl.weave(1, "status", "links")
+	prefix := fmt.Sprintf("%s(h%d) - %s(h%d) ", peerName(a), a, peerName(b), b)
+	views := 0
+	for _, line := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			if f := strings.Fields(rest); len(f) < 2 || f[0] != kind {
+				t.Errorf("weave status links: %q, want kind %s", line, kind)
+			}
+			views++
+		}
+	}
+	if views != 2 {
+		t.Errorf("weave status links on h1 has %d views of h%d-h%d, want 2:\n%s", views, a, b, out)
+	}
 }

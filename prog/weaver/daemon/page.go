@@ -21,7 +21,7 @@ import (
 // linkSummaryInterval is how often this router's link summary is
 // rebuilt; linkstate sends it only when it changed (at most once per
 // linkstate.MinInterval) or every linkstate.Refresh.
-const linkSummaryInterval = time.Second
+const linkSummaryInterval = 500 * time.Millisecond
 
 // pageState is what the status page and `weave status links` need
 // beyond the report: the gossiped link summaries and the counters the

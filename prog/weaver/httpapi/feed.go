@@ -295,7 +295,7 @@ func BuildFeed(rep *Report, sums map[string]linkstate.Summary, containers map[st
 			fl.Ends[i].Stale = p != nil && (!p.Reachable || p.Liveness == "dead")
 		}
 		slices.SortFunc(fl.Ends, func(x, y FeedLinkEnd) int { return cmp.Compare(x.From, y.From) })
-		fl.Kind = linkKind(fl)
+		fl.Kind = linkKind(fl, r.Name)
 		f.Links = append(f.Links, *fl)
 	}
 	// Targets we have no connection to: the peer at that address, when
@@ -367,8 +367,10 @@ func hostOf(addr string) string {
 
 // linkKind decides how a link is drawn: not established topology links
 // are connecting (or failed when an end says so); established ones by
-// their ends' data paths, the worse end winning.
-func linkKind(fl *FeedLink) string {
+// their ends' data paths: our own live view for our links (the remote
+// end's gossiped view is at most a second or two old; both are in Ends),
+// else the worse end winning.
+func linkKind(fl *FeedLink, self string) string {
 	if fl.State != "established" {
 		for _, e := range fl.Ends {
 			if e.State == "failed" {
@@ -379,7 +381,13 @@ func linkKind(fl *FeedLink) string {
 	}
 	kind := ""
 	rank := map[string]int{KindFastDP: 1, KindSleeve: 2, KindFallback: 3}
+	ends := fl.Ends
 	for _, e := range fl.Ends {
+		if e.From == self {
+			ends = []FeedLinkEnd{e}
+		}
+	}
+	for _, e := range ends {
 		k := ""
 		switch {
 		case e.Overlay == "sleeve" && e.Fallback != "":

@@ -1,8 +1,10 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -135,6 +137,11 @@ func TestFeedOfMeshsimTopology(t *testing.T) {
 	if len(f.Containers) != 1 || f.Containers[0].Names[0] != "web.weave.local." {
 		t.Errorf("containers = %+v; want c0ffee with its DNS name", f.Containers)
 	}
+	checkLinksText(t, &f, now, name(1)+"(p1) - "+name(2)+"(p2)", [][]string{
+		{"sleeve-fallback", "p1", "fastdp", "no", "1376", "12.0/0.0", "0/0", "3s"},
+		{"sleeve-fallback", "p2", "sleeve", "no", "1438", "0.0/0.0", "0/0", "1s", "fastdp(no", "VXLAN"},
+	})
+	checkLinksText(t, &f, now, name(0)+"(p0) - "+name(2)+"(p2)", [][]string{{"relayed", "-", "-", "-", "-", "-", "-", "-", "via", name(1) + "(p1)"}})
 	b, err := json.Marshal(f)
 	if err != nil {
 		t.Fatal(err)
@@ -207,5 +214,29 @@ func TestLocalLinks(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("LocalLinks = %+v\nwant %+v", got, want)
+	}
+}
+
+// checkLinksText: `weave status links` has, for link, lines whose fields
+// after the link start with each of want.
+func checkLinksText(t *testing.T, f *httpapi.Feed, now time.Time, link string, want [][]string) {
+	t.Helper()
+	var out bytes.Buffer
+	if err := httpapi.WriteLinks(&out, f, now); err != nil {
+		t.Fatal(err)
+	}
+	var got [][]string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if rest, ok := strings.CutPrefix(line, link+" "); ok {
+			got = append(got, strings.Fields(rest))
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("status links has %d lines for %s, want %d:\n%s", len(got), link, len(want), out.String())
+	}
+	for i := range want {
+		if len(got[i]) < len(want[i]) || !slices.Equal(got[i][:len(want[i])], want[i]) {
+			t.Errorf("status links line %d of %s: %q, want it to start %q", i, link, got[i], want[i])
+		}
 	}
 }

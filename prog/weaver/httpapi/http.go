@@ -74,6 +74,7 @@ func NewAPIHandler(cfg APIConfig) http.Handler {
 	mux.HandleFunc("GET /status/peers", a.statusText(WritePeers))
 	mux.HandleFunc("GET /status/ipam", a.statusIPAM)
 	mux.HandleFunc("GET /status/dns", a.statusDNS)
+	mux.HandleFunc("GET /status/links", a.statusLinks) // ours: links.go
 	mux.HandleFunc("GET /report", a.report)
 	mux.Handle("GET /metrics", NewMetricsHandler(cfg.Backend.Report))
 	if !cfg.ReadOnly && cfg.IPAMHandler != nil {

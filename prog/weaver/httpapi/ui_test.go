@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -197,6 +198,23 @@ func TestPageAssetsSelfContained(t *testing.T) {
 			if strings.Contains(s, bad) {
 				t.Errorf("%s contains %q", name, bad)
 			}
+		}
+	}
+}
+
+// TestStatusLinksRoute: GET /status/links answers on both APIs.
+func TestStatusLinksRoute(t *testing.T) {
+	for _, ro := range []bool{false, true} {
+		srv := httptest.NewServer(NewAPIHandler(APIConfig{Backend: &fakeBackend{rep: pageReport("failed")}, ReadOnly: ro}))
+		resp, err := http.Get(srv.URL + "/status/links")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		srv.Close()
+		if resp.StatusCode != 200 || !strings.HasPrefix(string(body), "LINK ") || !strings.Contains(string(body), "192.168.100.2:6783  failed") {
+			t.Errorf("read-only %v: GET /status/links = %d\n%s", ro, resp.StatusCode, body)
 		}
 	}
 }
