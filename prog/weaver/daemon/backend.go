@@ -52,6 +52,7 @@ func (b *backend) Report() httpapi.Report {
 		rr.MACs = append(rr.MACs, httpapi.MACReport{Mac: m.Mac, Name: m.Name, NickName: m.NickName, LastSeen: m.LastSeen})
 	}
 	rep := httpapi.Report{Ready: b.ready.Load(), Version: version.Version, Router: rr}
+	rep.LinkTraffic = linkCounters(rr.OverlayDiagnostics) // page.go
 	if b.ipam != nil {
 		addIPAM(&rep, b.ipam)
 	}

@@ -29,12 +29,9 @@ const linkSummaryInterval = 500 * time.Millisecond
 type pageState struct {
 	table *linkstate.Table
 	mu    sync.Mutex
-	prev  map[string]linkSample // by remote peer
+	prev  map[string]httpapi.LinkTraffic // by remote peer
 	at    time.Time
 }
-
-// linkSample is one link's traffic counters at one moment.
-type linkSample struct{ txf, rxf, txb, rxb uint64 }
 
 var _ httpapi.PageSource = (*backend)(nil)
 
@@ -51,7 +48,7 @@ func (d *daemon) startLinkState(ctx context.Context, b *backend) error {
 		gone := p.Name.String()
 		t.Prune(func(peer string) bool { return peer != gone })
 	})
-	b.page = &pageState{table: t, prev: map[string]linkSample{}}
+	b.page = &pageState{table: t, prev: map[string]httpapi.LinkTraffic{}}
 	d.every(ctx, linkSummaryInterval, func(now time.Time) { b.publishLinks(now) })
 	return nil
 }
@@ -72,8 +69,8 @@ func (b *backend) publishLinks(now time.Time) {
 		if !ok || !had || secs <= 0 || p.at.IsZero() {
 			continue
 		}
-		l.TxFPS, l.RxFPS = perSecond(c.txf, old.txf, secs), perSecond(c.rxf, old.rxf, secs)
-		l.TxBPS, l.RxBPS = perSecond(c.txb, old.txb, secs), perSecond(c.rxb, old.rxb, secs)
+		l.TxFPS, l.RxFPS = perSecond(c.TxFrames, old.TxFrames, secs), perSecond(c.RxFrames, old.RxFrames, secs)
+		l.TxBPS, l.RxBPS = perSecond(c.TxBytes, old.TxBytes, secs), perSecond(c.RxBytes, old.RxBytes, secs)
 	}
 	p.prev, p.at = cur, now
 	p.mu.Unlock()
@@ -90,24 +87,25 @@ func perSecond(now, before uint64, secs float64) float64 {
 // linkCounters sums, per remote peer, the frames sleeve counted and the
 // packets and bytes of the link's VXLAN device (the kernel counts those;
 // sleeve counts no bytes).
-func linkCounters(diag any) map[string]linkSample {
-	out := map[string]linkSample{}
+func linkCounters(diag any) map[string]httpapi.LinkTraffic {
+	out := map[string]httpapi.LinkTraffic{}
 	m, _ := diag.(map[string]any)
 	if s, ok := m["sleeve"].(sleeve.Diagnostics); ok {
 		for _, pd := range s.Peers {
 			c := out[pd.Peer]
-			c.txf += pd.Counters.TxFrames
-			c.rxf += pd.Counters.RxFrames
+			c.TxFrames += pd.Counters.TxFrames
+			c.RxFrames += pd.Counters.RxFrames
 			out[pd.Peer] = c
 		}
 	}
 	if f, ok := m[fastdp.DisplayName].(fastdp.Status); ok {
 		for _, l := range f.Links {
 			c := out[l.Peer]
-			c.txf += sysCounter(l.Device, "tx_packets")
-			c.rxf += sysCounter(l.Device, "rx_packets")
-			c.txb += sysCounter(l.Device, "tx_bytes")
-			c.rxb += sysCounter(l.Device, "rx_bytes")
+			c.TxFrames += sysCounter(l.Device, "tx_packets")
+			c.RxFrames += sysCounter(l.Device, "rx_packets")
+			c.TxBytes += sysCounter(l.Device, "tx_bytes")
+			c.RxBytes += sysCounter(l.Device, "rx_bytes")
+			c.HasBytes = true
 			out[l.Peer] = c
 		}
 	}

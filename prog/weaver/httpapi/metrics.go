@@ -31,6 +31,13 @@ var (
 	// Ours (liveness detector), not in 2.8.1.
 	descLiveness = prometheus.NewDesc("weave_liveness_transitions_total",
 		"Number of times a peer entered a liveness state.", []string{"state"}, nil)
+	// Ours (status page, issue 24): per-link traffic and fallbacks.
+	descLinkFrames = prometheus.NewDesc("weave_link_frames_total",
+		"Frames sent (tx) or received (rx) on the link to a peer: sleeve frames plus VXLAN packets.", []string{"peer", "direction"}, nil)
+	descLinkBytes = prometheus.NewDesc("weave_link_bytes_total",
+		"Bytes sent (tx) or received (rx) on the VXLAN link to a peer (sleeve counts no bytes).", []string{"peer", "direction"}, nil)
+	descFallbacks = prometheus.NewDesc("weave_connection_fallbacks",
+		"Established connections not on their preferred data path, by that path.", []string{"preferred"}, nil)
 )
 
 // NewMetricsHandler serves /metrics through client_golang: the Go runtime
@@ -54,7 +61,8 @@ type reportCollector func() Report
 // Describe implements prometheus.Collector.
 func (reportCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descConnections, descTerminations, descIPs, descMaxIPs, descDNSEntries,
-		descFlows, descUnreachCount, descUnreachPct, descPendingAllocates, descPendingClaims, descLiveness} {
+		descFlows, descUnreachCount, descUnreachPct, descPendingAllocates, descPendingClaims, descLiveness,
+		descLinkFrames, descLinkBytes, descFallbacks} {
 		ch <- d
 	}
 }
@@ -84,6 +92,7 @@ func (c reportCollector) Collect(ch chan<- prometheus.Metric) {
 	for st, n := range rep.LivenessTransitions {
 		ch <- prometheus.MustNewConstMetric(descLiveness, prometheus.CounterValue, float64(n), st)
 	}
+	collectLinks(ch, &rep)
 }
 
 // WriteMetrics writes the weave_* families of rep in the Prometheus text

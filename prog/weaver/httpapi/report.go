@@ -29,6 +29,9 @@ type Report struct {
 	// LivenessTransitions counts peers entering each liveness state
 	// ("alive", "suspect", "dead"); nil with --no-liveness.
 	LivenessTransitions map[string]uint64 `json:"-"`
+	// LinkTraffic is each link's counters by remote peer name
+	// (weave_link_*_total; metrics_links.go).
+	LinkTraffic map[string]LinkTraffic `json:"-"`
 }
 
 // DNSSummary is what the status text and metrics say about weaveDNS.
