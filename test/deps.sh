@@ -11,6 +11,8 @@ NEEDED="ip:iproute2 iptables:iptables ping:iputils-ping tcpdump:tcpdump iperf3:i
 NEEDED="$NEEDED podman:podman runc:runc busybox:busybox-static nsenter:util-linux"
 # NetworkPolicy tests (npc/nft) list our table with nft.
 NEEDED="$NEEDED nft:nftables"
+# The status page's browser tests (test/e2e TestStatusPage*) drive Debian's Chromium.
+NEEDED="$NEEDED chromium:chromium"
 NEEDED_FILES="/usr/lib/cni/portmap:containernetworking-plugins"
 
 # apt_install installs the Debian packages whose command (or file) is missing.

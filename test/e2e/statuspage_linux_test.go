@@ -144,6 +144,7 @@ func checkStatusLinks(t *testing.T, cl *cluster, a, b int, kind string) {
 			views++
 		}
 	}
+	t.Logf("weave status links on h1:\n%s", out)
 	if views != 2 {
 		t.Errorf("weave status links on h1 has %d views of h%d-h%d, want 2:\n%s", views, a, b, out)
 	}
