@@ -29,9 +29,18 @@ const linkSummaryInterval = 500 * time.Millisecond
 type pageState struct {
 	table *linkstate.Table
 	mu    sync.Mutex
-	prev  map[string]httpapi.LinkTraffic // by remote peer
-	at    time.Time
+	// samples of the last rateWindow, oldest first: the rates are
+	// averaged over it, not over one noisy tick.
+	samples []trafficSample
 }
+
+type trafficSample struct {
+	at  time.Time
+	cnt map[string]httpapi.LinkTraffic // by remote peer
+}
+
+// rateWindow is what "recent" traffic rates average over.
+const rateWindow = 10 * time.Second
 
 var _ httpapi.PageSource = (*backend)(nil)
 
@@ -48,7 +57,7 @@ func (d *daemon) startLinkState(ctx context.Context, b *backend) error {
 		gone := p.Name.String()
 		t.Prune(func(peer string) bool { return peer != gone })
 	})
-	b.page = &pageState{table: t, prev: map[string]httpapi.LinkTraffic{}}
+	b.page = &pageState{table: t}
 	d.every(ctx, linkSummaryInterval, func(now time.Time) { b.publishLinks(now) })
 	return nil
 }
@@ -61,18 +70,24 @@ func (b *backend) publishLinks(now time.Time) {
 	cur := linkCounters(rr.OverlayDiagnostics)
 	p := b.page
 	p.mu.Lock()
-	secs := now.Sub(p.at).Seconds()
-	for i := range links {
-		l := &links[i]
-		c, ok := cur[l.Peer]
-		old, had := p.prev[l.Peer]
-		if !ok || !had || secs <= 0 || p.at.IsZero() {
-			continue
-		}
-		l.TxFPS, l.RxFPS = perSecond(c.TxFrames, old.TxFrames, secs), perSecond(c.RxFrames, old.RxFrames, secs)
-		l.TxBPS, l.RxBPS = perSecond(c.TxBytes, old.TxBytes, secs), perSecond(c.RxBytes, old.RxBytes, secs)
+	for len(p.samples) > 1 && now.Sub(p.samples[1].at) >= rateWindow {
+		p.samples = p.samples[1:]
 	}
-	p.prev, p.at = cur, now
+	if len(p.samples) > 0 {
+		base := p.samples[0]
+		secs := now.Sub(base.at).Seconds()
+		for i := range links {
+			l := &links[i]
+			c, ok := cur[l.Peer]
+			old, had := base.cnt[l.Peer]
+			if !ok || !had || secs <= 0 {
+				continue
+			}
+			l.TxFPS, l.RxFPS = perSecond(c.TxFrames, old.TxFrames, secs), perSecond(c.RxFrames, old.RxFrames, secs)
+			l.TxBPS, l.RxBPS = perSecond(c.TxBytes, old.TxBytes, secs), perSecond(c.RxBytes, old.RxBytes, secs)
+		}
+	}
+	p.samples = append(p.samples, trafficSample{at: now, cnt: cur})
 	p.mu.Unlock()
 	p.table.SetOwn(linkstate.Summary{NickName: rr.NickName, Software: version.Version, Links: links})
 }
