@@ -244,13 +244,16 @@ func BuildFeed(rep *Report, sums map[string]linkstate.Summary, containers map[st
 	addPeer(r.Name, r.NickName).InTopology = true
 	type pair struct{ a, b string }
 	conns := map[pair]*FeedLink{}
-	dirs := map[pair]int{} // established directions seen
+	dirs := map[pair]int{}         // established directions seen
+	inbound := map[string]string{} // peer -> host it connected from
 	for _, p := range r.Peers {
 		addPeer(p.Name, p.NickName).InTopology = true
 		for _, c := range p.Connections {
 			q := addPeer(c.Name, c.NickName)
 			if c.Outbound && q.Address == "" {
 				q.Address = hostOf(c.Address)
+			} else if !c.Outbound {
+				inbound[c.Name] = hostOf(c.Address)
 			}
 			k := pair{min(p.Name, c.Name), max(p.Name, c.Name)}
 			if conns[k] == nil {
@@ -280,6 +283,11 @@ func BuildFeed(rep *Report, sums map[string]linkstate.Summary, containers map[st
 				addPeer(l.Peer, "")
 			}
 			fl.Ends = append(fl.Ends, FeedLinkEnd{From: from, Link: l, Time: s.Time})
+		}
+	}
+	for name, host := range inbound {
+		if p := peers[name]; p.Address == "" {
+			p.Address = host // no one dialled it: where it dialled from
 		}
 	}
 	for name, l := range r.Liveness {
