@@ -43,8 +43,11 @@ func peerLiveness(i int, state string) string {
 // link on fastdp, the remote h2-h3 link included (from the gossiped
 // summaries); when UDP 6784 into h2 is blocked, h1-h2 is drawn as sleeve
 // with a fallback within 2 s of h1's status saying so, and h2-h3 too;
-// unblocked, both come back to fastdp; a SIGKILLed h3 turns dead within
-// 2 s of h1's liveness saying so. Screenshots go to the test's artifact
+// unblocked, both come back to fastdp; the underlay between h1 and h3
+// cut, h1-h3 is drawn as sleeve with fallback, and fastdp after the heal;
+// a target nobody answers is drawn failed; a SIGKILLed h3 turns dead
+// within 2 s of h1's liveness saying so. Each "within 2 s" is measured
+// from h1's own status showing the change. Screenshots go to the test's artifact
 // directory (go test -artifacts keeps them).
 func TestStatusPageInBrowser(t *testing.T) {
 	chromiumPath(t)
@@ -93,6 +96,38 @@ func TestStatusPageInBrowser(t *testing.T) {
 	t.Logf("h1-h2 back on fastdp on the page %v after h1's status", d.Round(time.Millisecond))
 	b.await("h2-h3 back to fastdp", linkIs(2, 3, "fastdp"), 30*time.Second)
 
+	// A real cut of the underlay between h1 and h3: fastdp notices
+	// first (sleeve's heartbeat timeout is 60 s), so the link is drawn as
+	// sleeve with the fallback reason; back after the heal.
+	cl.tp.CutLink(cl.host(1), cl.host(3))
+	cl.waitLink(1, 3, "falls back to sleeve after the cut", func(st linkState) bool { return st.overlay == "sleeve" && st.fallback != "" })
+	d = b.await("cut h1-h3 drawn as sleeve with fallback", linkIs(1, 3, "sleeve-fallback"), pageLatency)
+	t.Logf("cut h1-h3 on the page %v after h1's status", d.Round(time.Millisecond))
+	b.screenshot("3-h1-h3-cut")
+	cl.tp.RestoreLink(cl.host(1), cl.host(3))
+	cl.waitLink(1, 3, "back on vxlan after the heal", onVXLAN)
+	d = b.await("healed h1-h3 back to fastdp", linkIs(1, 3, "fastdp"), pageLatency)
+	t.Logf("healed h1-h3 on the page %v after h1's status", d.Round(time.Millisecond))
+
+	// A target nobody answers: drawn as a failed (or retrying) link.
+	cl.weave(1, "connect", "192.168.100.99")
+	target := fmt.Sprintf(`#link-table tr[data-link="%s|@192.168.100.99:6783"]`, peerName(1))
+	netnstest.WaitFor(t, establishTimeout, "h1's target 192.168.100.99 not connecting", func() error {
+		conns, out, err := cl.connections(1)
+		if err != nil {
+			return err
+		}
+		for _, c := range conns {
+			if c.Addr == "192.168.100.99:6783" && (c.State == "failed" || c.State == "retrying") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no failed target in:\n%s", out)
+	})
+	d = b.await("the unanswered target drawn failed", fmt.Sprintf(`(() => { const r = document.querySelector('%s'); return !!r && r.dataset.kind === "failed"; })()`, target), pageLatency)
+	t.Logf("failed target on the page %v after h1's status", d.Round(time.Millisecond))
+	cl.weave(1, "forget", "192.168.100.99")
+
 	(&ipamCluster{t: t, tp: cl.tp}).kill9(3)
 	netnstest.WaitFor(t, livenessTimeout, "h1 holds h3 dead", func() error {
 		return wantLiveness(origin, peerName(3), "dead")
@@ -100,7 +135,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	d = b.await("h3 drawn dead", peerLiveness(3, "dead"), pageLatency)
 	t.Logf("h3 dead on the page %v after h1's report", d.Round(time.Millisecond))
 	b.await("a dead chip", `!!document.querySelector('#counts [data-count="dead"]')`, pageLatency)
-	b.screenshot("3-h3-killed")
+	b.screenshot("4-h3-killed")
 	b.checkClean(origin)
 }
 

@@ -73,8 +73,8 @@ const (
 	KindFallback    = "sleeve-fallback" // sleeve because the preferred path failed (Fallback says why)
 	KindEstablished = "established"     // up, data path unknown (no summary: a 2.8.1 end)
 	KindConnecting  = "connecting"      // pending, connecting or retrying
-	KindFailed      = "failed"
-	KindRelayed     = "relayed" // no direct link from us; reached via another peer
+	KindFailed      = "failed"          // a target whose last attempt failed (failed, or retrying after an error)
+	KindRelayed     = "relayed"         // no direct link from us; reached via another peer
 )
 
 // FeedLink is a link between two peers (A < B by name, except relayed
@@ -319,7 +319,7 @@ func BuildFeed(rep *Report, sums map[string]linkstate.Summary, containers map[st
 			continue
 		}
 		kind := KindConnecting
-		if c.State == "failed" {
+		if c.State == "failed" || c.State == "retrying" { // both carry the last error
 			kind = KindFailed
 		}
 		fl := FeedLink{A: r.Name, Addr: c.Address, Kind: kind, State: c.State, Info: c.Info, Local: true}
