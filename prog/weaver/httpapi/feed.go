@@ -46,6 +46,9 @@ type Feed struct {
 const (
 	SoftwareOurs   = "ours"  // sends link summaries
 	SoftwareWeave2 = "2.8.1" // in the topology, sends none: Weave Net 2.8.1 (or one of ours not yet heard from)
+	// SoftwareUnknown: a peer only liveness remembers (mesh forgot it,
+	// and its summary with it).
+	SoftwareUnknown = "unknown"
 )
 
 // FeedPeer is one peer.
@@ -292,6 +295,9 @@ func BuildFeed(rep *Report, sums map[string]linkstate.Summary, containers map[st
 	}
 	for name, l := range r.Liveness {
 		p := addPeer(name, l.NickName)
+		if !p.InTopology && p.Software == SoftwareWeave2 {
+			p.Software = SoftwareUnknown
+		}
 		p.Liveness = l.State
 		since := l.Since
 		p.Since = &since

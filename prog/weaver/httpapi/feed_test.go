@@ -52,6 +52,7 @@ func TestFeedOfMeshsimTopology(t *testing.T) {
 	rep.Router.Liveness = map[string]httpapi.PeerLiveness{
 		name(3): {NickName: "p3", State: "dead", Since: since},
 		name(1): {NickName: "p1", State: "alive", Since: since},
+		"aa:00:00:00:00:77": {NickName: "gone", State: "dead", Since: since}, // mesh forgot it
 	}
 	rep.IPAM = ipam.Status{State: "ready", Range: "10.32.0.0/12", RangeNumIPs: 1000, ActiveIPs: 10, Entries: []ipam.EntryStatus{
 		{Peer: name(0), Nickname: "p0", Size: 600, IsKnownPeer: true},
@@ -72,8 +73,8 @@ func TestFeedOfMeshsimTopology(t *testing.T) {
 	}
 	f := httpapi.BuildFeed(&rep, sums, map[string][]string{"c0ffee": {"10.32.0.1/12"}}, now)
 
-	if len(f.Peers) != 4 || f.Self != name(0) {
-		t.Fatalf("feed has %d peers, self %s; want 4, %s", len(f.Peers), f.Self, name(0))
+	if len(f.Peers) != 5 || f.Self != name(0) {
+		t.Fatalf("feed has %d peers, self %s; want 4 and one only liveness knows, %s", len(f.Peers), f.Self, name(0))
 	}
 	peers := map[string]httpapi.FeedPeer{}
 	for _, p := range f.Peers {
@@ -84,6 +85,9 @@ func TestFeedOfMeshsimTopology(t *testing.T) {
 	}
 	if p := peers["p3"]; p.Software != httpapi.SoftwareWeave2 || p.Liveness != "dead" || p.Since == nil || !p.Since.Equal(since) || p.Share != 40 {
 		t.Errorf("p3 = %+v; want 2.8.1, dead since %v, 40%% of the ring", p, since)
+	}
+	if p := peers["gone"]; p.InTopology || p.Software != httpapi.SoftwareUnknown || p.Liveness != "dead" || p.Reachable {
+		t.Errorf("gone = %+v; want out of the topology, software unknown, dead, unreachable", p)
 	}
 	if p := peers["p0"]; !p.Self || p.Software != httpapi.SoftwareOurs || p.Share != 60 {
 		t.Errorf("p0 = %+v; want self, ours, 60%%", p)

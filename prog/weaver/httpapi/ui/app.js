@@ -74,6 +74,12 @@ function bytes(n) {
   return `${n.toFixed(n >= 10 ? 0 : 1)} ${u[i]}`;
 }
 
+function softwareText(p) {
+  if (p.software === "ours") return `ours, ${p.release || "?"}`;
+  if (p.software === "2.8.1") return "Weave Net 2.8.1 (sends no link summary)";
+  return "unknown (gone from the topology)";
+}
+
 function badge(kind) { return el("span", { class: `badge k-${kind}` }, KIND_TEXT[kind] || kind); }
 
 function liveBadge(p) {
@@ -120,7 +126,7 @@ function renderHeader(f) {
   for (const l of f.links) counts[l.kind] = (counts[l.kind] || 0) + 1;
   const dead = f.peers.filter(p => p.liveness === "dead").length;
   const suspect = f.peers.filter(p => p.liveness === "suspect").length;
-  const old = f.peers.filter(p => p.software !== "ours").length;
+  const old = f.peers.filter(p => p.software === "2.8.1").length;
   const chips = [el("span", { class: "chip", "data-count": "peers" }, el("b", {}, f.peers.length), " peers")];
   for (const k of ["fastdp", "sleeve", "sleeve-fallback", "established", "connecting", "failed", "relayed"]) {
     if (counts[k]) {
@@ -192,7 +198,7 @@ function renderGraph(f) {
     const cls = ["peer", `l-${p.liveness || "none"}`, p.self ? "self" : "", p.reachable ? "" : "unreach",
       ts.length && !match ? "dim" : "", match ? "match" : "", st.sel && st.sel.id === p.name ? "sel" : ""].filter(Boolean).join(" ");
     const gp = svg("g", { class: cls, "data-peer": p.name, "data-liveness": p.liveness || "", "data-software": p.software, transform: `translate(${x},${y})` });
-    const shape = p.software === "ours"
+    const shape = p.software !== "2.8.1"
       ? svg("circle", { r: rad, class: "shape" })
       : svg("rect", { x: -rad, y: -rad, width: 2 * rad, height: 2 * rad, rx: 2, class: "shape" });
     gp.append(shape);
@@ -213,7 +219,7 @@ function renderGraph(f) {
       gp.append(tx);
       if (!mid) {
         const sub = svg("text", { x: lx, y: ly + 13, "text-anchor": anchor, class: "sub" });
-        sub.textContent = [p.address, p.software === "ours" ? "" : "2.8.1", p.liveness && p.liveness !== "alive" ? p.liveness : ""].filter(Boolean).join(" · ");
+        sub.textContent = [p.address, p.software === "2.8.1" ? "2.8.1" : "", p.liveness && p.liveness !== "alive" ? p.liveness : ""].filter(Boolean).join(" · ");
         gp.append(sub);
       }
     }
@@ -243,7 +249,7 @@ function renderPeerTable(f) {
       el("td", { class: "mono" }, p.name, p.self ? " (this router)" : ""),
       el("td", {}, p.nick),
       el("td", { class: "mono" }, p.address || ""),
-      el("td", {}, p.software === "ours" ? (p.release || "ours") : "Weave Net 2.8.1"),
+      el("td", {}, softwareText(p)),
       el("td", {}, liveBadge(p)),
       el("td", {}, p.since ? rel(Date.parse(p.since)) : ""),
       el("td", {}, p.self ? "" : (p.reachable ? (p.via ? `via ${nick(p.via)}` : "direct") : "unreachable")),
@@ -302,7 +308,9 @@ function swatch(colour) {
 
 function scroll(table) { return el("div", { class: "scroll" }, table); }
 
-function hue(i) { return `hsl(${(i * 137) % 360} 55% 52%)`; }
+// Share colours: none of them red, which marks unreachable owners.
+const SHARE_COLOURS = ["#2f6fd6", "#1a9e6e", "#8a5cd1", "#e0a100", "#17a2b8", "#5c6bc0", "#7cb342", "#8d6e63", "#00897b", "#9e9d24"];
+function hue(i) { return SHARE_COLOURS[i % SHARE_COLOURS.length]; }
 
 function renderIPAM(f) {
   const box = document.getElementById("ipam");
@@ -378,7 +386,7 @@ function renderDetails(f) {
       el("dl", { class: "kv" },
         el("dt", {}, "Name"), el("dd", { class: "mono" }, p.name),
         el("dt", {}, "Address"), el("dd", { class: "mono" }, p.address || "unknown"),
-        el("dt", {}, "Software"), el("dd", {}, p.software === "ours" ? `ours, ${p.release || "?"}` : "Weave Net 2.8.1 (sends no link summary)"),
+        el("dt", {}, "Software"), el("dd", {}, softwareText(p)),
         el("dt", {}, "Liveness"), el("dd", {}, liveBadge(p), p.since ? el("span", {}, " since ", new Date(p.since).toLocaleString(), " (", rel(Date.parse(p.since)), ")") : ""),
         el("dt", {}, "Route"), el("dd", {}, p.self ? "this router" : (p.reachable ? (p.via ? `via ${label(p.via)}` : "direct") : "unreachable")),
         el("dt", {}, "In topology"), el("dd", {}, p.inTopology ? "yes" : "no (only liveness remembers it)"),
