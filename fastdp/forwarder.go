@@ -46,6 +46,8 @@ type forwarder struct {
 	usable     atomic.Bool
 	superseded atomic.Bool
 	reason     atomic.Pointer[string]
+	rtt        atomic.Int64 // ns, last heartbeat round trip (VXLAN out, ack back on the control channel); 0 = none yet
+	rttAt      atomic.Int64 // unix ns when rtt was measured
 
 	events   chan event
 	estCh    chan struct{}
@@ -66,6 +68,7 @@ type linkState struct {
 	start                time.Time
 	lastRx, lastAck      time.Time
 	lastSmallAck         time.Time
+	sentAt               time.Time // last heartbeats sent
 	established, healthy bool
 }
 
@@ -223,7 +226,17 @@ func (f *forwarder) status() LinkStatus {
 	return LinkStatus{
 		Peer: f.remote.String(), Device: f.dev, VNIRx: f.spec.VNI, VNITx: f.fdb.VNI,
 		Local: f.spec.Local.String(), Remote: f.fdb.Dst.String(), Usable: f.usable.Load(), Fallback: f.FallbackReason(),
+		RTT: f.lastRTT(time.Now()),
 	}
+}
+
+// lastRTT is the last heartbeat round trip, or 0 once no heartbeat has
+// been acknowledged for the heartbeat timeout (the figure would be stale).
+func (f *forwarder) lastRTT(now time.Time) time.Duration {
+	if at := f.rttAt.Load(); at == 0 || now.Sub(time.Unix(0, at)) >= f.o.cfg.HeartbeatTimeout {
+		return 0
+	}
+	return time.Duration(f.rtt.Load())
 }
 
 // Forward implements router.Forwarder. Only unicast frames captured here

@@ -21,6 +21,7 @@ func (f *forwarder) run() {
 		case <-f.stop:
 			return
 		case <-t.C:
+			f.st.sentAt = time.Now() // before: an ack may be queued before the second send returns
 			f.sendHeartbeats(small, full)
 			f.evaluate(time.Now())
 			t.Reset(f.period())
@@ -68,6 +69,10 @@ func (f *forwarder) handle(ev event, now time.Time) {
 			f.st.lastAck = now
 		case smallHeartbeatLen:
 			f.st.lastSmallAck = now
+			if !f.st.sentAt.IsZero() && now.Sub(f.st.sentAt) < f.period() {
+				f.rtt.Store(int64(now.Sub(f.st.sentAt)))
+				f.rttAt.Store(now.UnixNano())
+			}
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/seedf75a49c6/weave/router"
 	"github.com/weaveworks/mesh"
@@ -222,6 +223,9 @@ type LinkStatus struct {
 	Remote   string
 	Usable   bool
 	Fallback string `json:",omitempty"`
+	// RTT is the last heartbeat's round trip: the VXLAN heartbeat out,
+	// its ack back over the mesh control connection.
+	RTT time.Duration `json:",omitempty"`
 }
 
 // Diagnostics implements router.Overlay; it returns a Status.

@@ -304,3 +304,22 @@ func TestStopIsIdempotentAndJoinsGoroutines(t *testing.T) {
 		t.Fatal("stopped overlay prepared a connection")
 	}
 }
+
+// TestHeartbeatRTT: a verified link reports its heartbeat round trip.
+func TestHeartbeatRTT(t *testing.T) {
+	n := newFakeNet()
+	a, b := newTestHost(t, n, nameA, 1, "10.0.0.1"), newTestHost(t, n, nameB, 2, "10.0.0.2")
+	fa, _ := connect(t, a, b, 5)
+	await(t, "established", fa.EstablishedChannel())
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st := a.o.Status()
+		if len(st.Links) == 1 && st.Links[0].RTT > 0 && st.Links[0].RTT < time.Second {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no heartbeat RTT: %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond) // polling: the RTT comes with the next ack
+	}
+}

@@ -41,18 +41,19 @@ const (
 
 // Link is one router's view of its link to a peer.
 type Link struct {
-	Peer      string  `json:"p"`            // remote peer name
-	Address   string  `json:"a,omitempty"`  // remote address of the mesh connection
-	State     string  `json:"s"`            // established, connecting, pending, retrying, failed
-	Overlay   string  `json:"o,omitempty"`  // data path in use: fastdp, sleeve, "" when none
-	Encrypted bool    `json:"e,omitempty"`  // the data path is encrypted
-	MTU       int     `json:"m,omitempty"`  // overlay MTU
-	Fallback  string  `json:"f,omitempty"`  // why the preferred data path is not used
-	Cipher    string  `json:"c,omitempty"`  // sleeve cipher
-	TxFPS     float64 `json:"tx,omitempty"` // frames per second sent recently
-	RxFPS     float64 `json:"rx,omitempty"` // frames per second received recently
-	TxBPS     float64 `json:"tb,omitempty"` // bytes per second sent recently (fastdp: the kernel's count; sleeve: 0, not counted)
-	RxBPS     float64 `json:"rb,omitempty"` // bytes per second received recently
+	Peer      string  `json:"p"`             // remote peer name
+	Address   string  `json:"a,omitempty"`   // remote address of the mesh connection
+	State     string  `json:"s"`             // established, connecting, pending, retrying, failed
+	Overlay   string  `json:"o,omitempty"`   // data path in use: fastdp, sleeve, "" when none
+	Encrypted bool    `json:"e,omitempty"`   // the data path is encrypted
+	MTU       int     `json:"m,omitempty"`   // overlay MTU
+	Fallback  string  `json:"f,omitempty"`   // why the preferred data path is not used
+	Cipher    string  `json:"c,omitempty"`   // sleeve cipher
+	TxFPS     float64 `json:"tx,omitempty"`  // frames per second sent recently
+	RxFPS     float64 `json:"rx,omitempty"`  // frames per second received recently
+	TxBPS     float64 `json:"tb,omitempty"`  // bytes per second sent recently (fastdp: the kernel's count; sleeve: 0, not counted)
+	RxBPS     float64 `json:"rb,omitempty"`  // bytes per second received recently
+	RTT       int64   `json:"rtt,omitempty"` // µs, last heartbeat round trip (fastdp links); 0 = unknown
 }
 
 // Summary is one router's links at one moment.
@@ -67,7 +68,7 @@ type Summary struct {
 }
 
 // sameFacts reports whether two summaries say the same apart from
-// version, time and traffic rates.
+// version, time, traffic rates and RTT (those ride on the next Refresh).
 func sameFacts(a, b Summary) bool {
 	if a.Peer != b.Peer || a.NickName != b.NickName || a.Software != b.Software || a.Truncated != b.Truncated ||
 		len(a.Links) != len(b.Links) {
@@ -77,6 +78,7 @@ func sameFacts(a, b Summary) bool {
 		x, y := a.Links[i], b.Links[i]
 		x.TxFPS, x.RxFPS, y.TxFPS, y.RxFPS = 0, 0, 0, 0
 		x.TxBPS, x.RxBPS, y.TxBPS, y.RxBPS = 0, 0, 0, 0
+		x.RTT, y.RTT = 0, 0
 		if x != y {
 			return false
 		}

@@ -173,8 +173,11 @@ func checkStatusLinks(t *testing.T, cl *cluster, a, b int, kind string) {
 	views := 0
 	for _, line := range strings.Split(out, "\n") {
 		if rest, ok := strings.CutPrefix(line, prefix); ok {
-			if f := strings.Fields(rest); len(f) < 2 || f[0] != kind {
+			f := strings.Fields(rest)
+			if len(f) < 6 || f[0] != kind {
 				t.Errorf("weave status links: %q, want kind %s", line, kind)
+			} else if kind == "fastdp" && f[5] == "-" {
+				t.Errorf("weave status links: %q, want the heartbeat RTT of a fastdp link", line)
 			}
 			views++
 		}

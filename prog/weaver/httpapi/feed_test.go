@@ -50,8 +50,8 @@ func TestFeedOfMeshsimTopology(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	since := now.Add(-90 * time.Second)
 	rep.Router.Liveness = map[string]httpapi.PeerLiveness{
-		name(3): {NickName: "p3", State: "dead", Since: since},
-		name(1): {NickName: "p1", State: "alive", Since: since},
+		name(3):             {NickName: "p3", State: "dead", Since: since},
+		name(1):             {NickName: "p1", State: "alive", Since: since},
 		"aa:00:00:00:00:77": {NickName: "gone", State: "dead", Since: since}, // mesh forgot it
 	}
 	rep.IPAM = ipam.Status{State: "ready", Range: "10.32.0.0/12", RangeNumIPs: 1000, ActiveIPs: 10, Entries: []ipam.EntryStatus{
@@ -64,7 +64,7 @@ func TestFeedOfMeshsimTopology(t *testing.T) {
 	}}
 	sums := map[string]linkstate.Summary{
 		name(1): {Peer: name(1), NickName: "p1", Software: "3.0.0", Version: 1, Time: now.Unix() - 3, Links: []linkstate.Link{
-			{Peer: name(2), State: "established", Overlay: "fastdp", MTU: 1376, TxFPS: 12},
+			{Peer: name(2), State: "established", Overlay: "fastdp", MTU: 1376, TxFPS: 12, RTT: 420},
 			{Peer: name(3), State: "established", Overlay: "sleeve", MTU: 1438, Fallback: "fastdp(no VXLAN heartbeat ack for 3s)"},
 		}},
 		name(2): {Peer: name(2), NickName: "p2", Software: "3.0.0", Version: 1, Time: now.Unix() - 1, Links: []linkstate.Link{
@@ -142,10 +142,10 @@ func TestFeedOfMeshsimTopology(t *testing.T) {
 		t.Errorf("containers = %+v; want c0ffee with its DNS name", f.Containers)
 	}
 	checkLinksText(t, &f, now, name(1)+"(p1) - "+name(2)+"(p2)", [][]string{
-		{"sleeve-fallback", "p1", "fastdp", "no", "1376", "12.0/0.0", "0/0", "3s"},
-		{"sleeve-fallback", "p2", "sleeve", "no", "1438", "0.0/0.0", "0/0", "1s", "fastdp(no", "VXLAN"},
+		{"sleeve-fallback", "p1", "fastdp", "no", "1376", "420µs", "12.0/0.0", "0/0", "3s"},
+		{"sleeve-fallback", "p2", "sleeve", "no", "1438", "-", "0.0/0.0", "0/0", "1s", "fastdp(no", "VXLAN"},
 	})
-	checkLinksText(t, &f, now, name(0)+"(p0) - "+name(2)+"(p2)", [][]string{{"relayed", "-", "-", "-", "-", "-", "-", "-", "via", name(1) + "(p1)"}})
+	checkLinksText(t, &f, now, name(0)+"(p0) - "+name(2)+"(p2)", [][]string{{"relayed", "-", "-", "-", "-", "-", "-", "-", "-", "via", name(1) + "(p1)"}})
 	b, err := json.Marshal(f)
 	if err != nil {
 		t.Fatal(err)

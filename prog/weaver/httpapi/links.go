@@ -48,7 +48,7 @@ func WriteLinks(w io.Writer, f *Feed, now time.Time) error {
 		return name + "(" + nick[name] + ")"
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "LINK\tKIND\tVIEW FROM\tDATA PATH\tENCRYPTED\tMTU\tTX/RX FRAMES/S\tTX/RX BYTES/S\tAGE\tFALLBACK/INFO")
+	fmt.Fprintln(tw, "LINK\tKIND\tVIEW FROM\tDATA PATH\tENCRYPTED\tMTU\tRTT\tTX/RX FRAMES/S\tTX/RX BYTES/S\tAGE\tFALLBACK/INFO")
 	for _, l := range f.Links {
 		other := peer(l.B)
 		if l.B == "" {
@@ -60,7 +60,7 @@ func WriteLinks(w io.Writer, f *Feed, now time.Time) error {
 			if l.Via != "" {
 				info = "via " + peer(l.Via)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t%s\n", link, l.Kind, oneLine(info))
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n", link, l.Kind, oneLine(info))
 			continue
 		}
 		for _, e := range l.Ends {
@@ -80,8 +80,12 @@ func WriteLinks(w io.Writer, f *Feed, now time.Time) error {
 			if e.Time > 0 {
 				age = (time.Duration(max(0, now.Unix()-e.Time)) * time.Second).String()
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%.1f/%.1f\t%.0f/%.0f\t%s\t%s\n", link, l.Kind, from, path, enc, e.MTU,
-				e.TxFPS, e.RxFPS, e.TxBPS, e.RxBPS, age, oneLine(strings.TrimSpace(e.Fallback+" "+stateNote(e.State))))
+			rtt := "-"
+			if e.RTT > 0 {
+				rtt = (time.Duration(e.RTT) * time.Microsecond).String()
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%.1f/%.1f\t%.0f/%.0f\t%s\t%s\n", link, l.Kind, from, path, enc, e.MTU,
+				rtt, e.TxFPS, e.RxFPS, e.TxBPS, e.RxBPS, age, oneLine(strings.TrimSpace(e.Fallback+" "+stateNote(e.State))))
 		}
 	}
 	return tw.Flush()
