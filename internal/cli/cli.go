@@ -19,7 +19,10 @@ type Config struct {
 	DataDir  string // WEAVE_DATA_DIR, default /var/lib/weave
 	RunDir   string // WEAVE_RUN_DIR, default /run/weave (weaver.pid, weaver.log, attached/)
 	HTTPAddr string // WEAVE_HTTP_ADDR, default 127.0.0.1:6784
-	Bridge   string // WEAVE_BRIDGE, default "weave"
+	// StatusAddr is WEAVE_STATUS_ADDR, passed as --status-addr (the
+	// read-only API and status page) when set; default off.
+	StatusAddr string
+	Bridge     string // WEAVE_BRIDGE, default "weave"
 
 	// Passed to weaver by launch when set and not given as flags.
 	Port     string // WEAVE_PORT -> --port
@@ -52,12 +55,14 @@ func ConfigFromEnv(getenv func(string) string) Config {
 		DataDir:  getenv("WEAVE_DATA_DIR"),
 		RunDir:   getenv("WEAVE_RUN_DIR"),
 		HTTPAddr: getenv("WEAVE_HTTP_ADDR"),
-		Bridge:   getenv("WEAVE_BRIDGE"),
-		Port:     getenv("WEAVE_PORT"),
-		MTU:      getenv("WEAVE_MTU"),
-		NoFastDP: getenv("WEAVE_NO_FASTDP") != "",
-		Debug:    getenv("WEAVE_DEBUG") != "",
-		BinDir:   getenv("WEAVE_BIN_DIR"),
+		// 2.8.1's script name; unlike 2.8.1, no default.
+		StatusAddr: getenv("WEAVE_STATUS_ADDR"),
+		Bridge:     getenv("WEAVE_BRIDGE"),
+		Port:       getenv("WEAVE_PORT"),
+		MTU:        getenv("WEAVE_MTU"),
+		NoFastDP:   getenv("WEAVE_NO_FASTDP") != "",
+		Debug:      getenv("WEAVE_DEBUG") != "",
+		BinDir:     getenv("WEAVE_BIN_DIR"),
 	}
 	if h := getenv("DOCKER_HOST"); strings.HasPrefix(h, "unix://") {
 		c.DockerSocket = strings.TrimPrefix(h, "unix://")
@@ -223,5 +228,6 @@ where <peer>   = <ip_address_or_fqdn>[:<port>]
 
 Environment: WEAVE_DATA_DIR (/var/lib/weave), WEAVE_RUN_DIR (/run/weave),
 WEAVE_HTTP_ADDR (127.0.0.1:6784), WEAVE_PASSWORD, WEAVE_PORT, WEAVE_MTU,
-WEAVE_NO_FASTDP, WEAVE_DEBUG, WEAVE_BIN_DIR.
+WEAVE_NO_FASTDP, WEAVE_DEBUG, WEAVE_BIN_DIR, WEAVE_STATUS_ADDR (off; e.g.
+127.0.0.1:6782: the read-only API and the status page).
 `

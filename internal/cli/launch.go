@@ -113,6 +113,7 @@ func (c *cmd) weaverFlags(l launchArgs) []string {
 	add("data-dir", c.DataDir)
 	add("run-dir", c.RunDir)
 	add("http-addr", c.HTTPAddr)
+	add("status-addr", c.StatusAddr)
 	add("port", c.Port)
 	add("mtu", c.MTU)
 	if c.Debug {

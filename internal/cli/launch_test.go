@@ -226,13 +226,14 @@ func TestParseLaunch(t *testing.T) {
 // TestWeaverArgvIsLaunchs: WeaverArgv gives the flags launch derives from
 // the environment, lets args override them, and keeps args (peers) last.
 func TestWeaverArgvIsLaunchs(t *testing.T) {
-	cfg := Config{WeaverPath: "/x/weaver", DockerSocket: "/nonexistent/docker.sock", DataDir: "/d", RunDir: "/r", HTTPAddr: "127.0.0.1:7000", MTU: "1400", NoFastDP: true}
+	cfg := Config{WeaverPath: "/x/weaver", DockerSocket: "/nonexistent/docker.sock", DataDir: "/d", RunDir: "/r", HTTPAddr: "127.0.0.1:7000", MTU: "1400", NoFastDP: true,
+		StatusAddr: "127.0.0.1:6782"}
 	argv, err := WeaverArgv(context.Background(), cfg, []string{"--mtu=1300", "--nickname", "n1", "10.0.0.2"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := strings.Join(argv, " ")
-	want := "/x/weaver --data-dir=/d --run-dir=/r --http-addr=127.0.0.1:7000 --no-fastdp --mtu=1300 --nickname n1 10.0.0.2"
+	want := "/x/weaver --data-dir=/d --run-dir=/r --http-addr=127.0.0.1:7000 --status-addr=127.0.0.1:6782 --no-fastdp --mtu=1300 --nickname n1 10.0.0.2"
 	if got != want {
 		t.Fatalf("argv =\n %s\nwant\n %s", got, want)
 	}
