@@ -57,6 +57,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		cl.waitLink(p[1], p[0], "on vxlan", onVXLAN)
 	}
 	origin := proxyToNS(t, cl.host(1).NS, statusAddr)
+	checkPageOnlyOnStatusAddr(t, cl, origin)
 	b := newBrowser(t)
 	start := time.Now()
 	b.open(origin + "/")
@@ -185,5 +186,35 @@ func checkStatusLinks(t *testing.T, cl *cluster, a, b int, kind string) {
 	t.Logf("weave status links on h1:\n%s", out)
 	if views != 2 {
 		t.Errorf("weave status links on h1 has %d views of h%d-h%d, want 2:\n%s", views, a, b, out)
+	}
+}
+
+// checkPageOnlyOnStatusAddr: the real router serves the page on its
+// status address only, and refuses writes there.
+func checkPageOnlyOnStatusAddr(t *testing.T, cl *cluster, origin string) {
+	t.Helper()
+	rw := &ipamCluster{t: t, tp: cl.tp}
+	for _, path := range []string{"/", "/ui/feed", "/ui/events", "/ui/app.js"} {
+		if code, _, err := rw.routerGET(1, path); err != nil || code != http.StatusNotFound {
+			t.Errorf("GET %s on the read-write API = %d (%v), want 404", path, code, err)
+		}
+		resp, err := http.Post(origin+path, "application/x-www-form-urlencoded", strings.NewReader("peer=10.9.9.9"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("POST %s on the status address = %d, want 405", path, resp.StatusCode)
+		}
+	}
+	for _, path := range []string{"/connect", "/forget", "/expose/10.9.9.9/24", "/ip/x"} {
+		resp, err := http.Post(origin+path, "application/x-www-form-urlencoded", strings.NewReader("peer=10.9.9.9"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode < 400 {
+			t.Errorf("POST %s on the status address = %d, want a refusal", path, resp.StatusCode)
+		}
 	}
 }

@@ -145,6 +145,7 @@ func (p *page) events(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")
 	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Accel-Buffering", "no") // a reverse proxy must not hold the events back
 	w.WriteHeader(http.StatusOK)
 	fl.Flush()
 	if r.Method == http.MethodHead {
