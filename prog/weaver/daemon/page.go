@@ -68,9 +68,8 @@ func (b *backend) publishLinks(now time.Time) {
 	rr := httpapi.RouterReportFromMesh(wmesh.NewStatus(b.mesh))
 	links := httpapi.LocalLinks(&rr)
 	cur := linkCounters(rr.OverlayDiagnostics)
-	rtts := linkRTTs(rr.OverlayDiagnostics)
 	for i := range links {
-		links[i].RTT = rtts[links[i].Peer].Microseconds()
+		links[i].RTT = cur[links[i].Peer].RTT.Microseconds()
 	}
 	p := b.page
 	p.mu.Lock()
@@ -125,19 +124,8 @@ func linkCounters(diag any) map[string]httpapi.LinkTraffic {
 			c.TxBytes += sysCounter(l.Device, "tx_bytes")
 			c.RxBytes += sysCounter(l.Device, "rx_bytes")
 			c.HasBytes = true
+			c.RTT = l.RTT
 			out[l.Peer] = c
-		}
-	}
-	return out
-}
-
-// linkRTTs are the fastdp links' heartbeat round trips by peer.
-func linkRTTs(diag any) map[string]time.Duration {
-	out := map[string]time.Duration{}
-	m, _ := diag.(map[string]any)
-	if f, ok := m[fastdp.DisplayName].(fastdp.Status); ok {
-		for _, l := range f.Links {
-			out[l.Peer] = l.RTT
 		}
 	}
 	return out

@@ -198,7 +198,7 @@ func TestGrafanaDashboardNamesOnlyExportedMetrics(t *testing.T) {
 	}
 	for _, want := range []string{"weave_connections", "weave_connection_fallbacks", "weave_liveness_transitions_total",
 		"weave_max_ips", "weave_ipam_unreachable_percentage", "weave_dns_entries", "weavenpc_blocked_connections_total",
-		"weave_link_frames_total", "weave_link_bytes_total"} {
+		"weave_link_frames_total", "weave_link_bytes_total", "weave_link_rtt_seconds"} {
 		if !regexp.MustCompile(`\b` + want + `\b`).MatchString(all) {
 			t.Errorf("no panel shows %s", want)
 		}

@@ -36,6 +36,8 @@ var (
 		"Frames sent (tx) or received (rx) on the link to a peer: sleeve frames plus VXLAN packets.", []string{"peer", "direction"}, nil)
 	descLinkBytes = prometheus.NewDesc("weave_link_bytes_total",
 		"Bytes sent (tx) or received (rx) on the VXLAN link to a peer (sleeve counts no bytes).", []string{"peer", "direction"}, nil)
+	descLinkRTT = prometheus.NewDesc("weave_link_rtt_seconds",
+		"Last heartbeat round trip on the fastdp link to a peer.", []string{"peer"}, nil)
 	descFallbacks = prometheus.NewDesc("weave_connection_fallbacks",
 		"Established connections not on their preferred data path, by that path.", []string{"preferred"}, nil)
 )
@@ -62,7 +64,7 @@ type reportCollector func() Report
 func (reportCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descConnections, descTerminations, descIPs, descMaxIPs, descDNSEntries,
 		descFlows, descUnreachCount, descUnreachPct, descPendingAllocates, descPendingClaims, descLiveness,
-		descLinkFrames, descLinkBytes, descFallbacks} {
+		descLinkFrames, descLinkBytes, descLinkRTT, descFallbacks} {
 		ch <- d
 	}
 }

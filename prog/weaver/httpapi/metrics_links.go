@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/seedf75a49c6/weave/router"
@@ -11,9 +12,10 @@ import (
 
 // LinkTraffic are one link's counters since its connection started.
 type LinkTraffic struct {
-	TxFrames, RxFrames uint64 // sleeve frames plus VXLAN packets
-	TxBytes, RxBytes   uint64 // VXLAN only; 0 on sleeve
-	HasBytes           bool   // the link has a VXLAN device whose bytes are counted
+	TxFrames, RxFrames uint64        // sleeve frames plus VXLAN packets
+	TxBytes, RxBytes   uint64        // VXLAN only; 0 on sleeve
+	HasBytes           bool          // the link has a VXLAN device whose bytes are counted
+	RTT                time.Duration // last fastdp heartbeat round trip; 0 = none
 }
 
 // collectLinks writes weave_link_frames_total, weave_link_bytes_total and
@@ -26,6 +28,9 @@ func collectLinks(ch chan<- prometheus.Metric, rep *Report) {
 		if t.HasBytes {
 			ch <- prometheus.MustNewConstMetric(descLinkBytes, prometheus.CounterValue, float64(t.TxBytes), peer, "tx")
 			ch <- prometheus.MustNewConstMetric(descLinkBytes, prometheus.CounterValue, float64(t.RxBytes), peer, "rx")
+		}
+		if t.RTT > 0 {
+			ch <- gauge(descLinkRTT, t.RTT.Seconds(), peer)
 		}
 	}
 	fallbacks := map[string]int{}

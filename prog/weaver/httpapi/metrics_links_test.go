@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestLinkMetrics: per-link counters (bytes only where VXLAN counts them)
@@ -11,7 +12,7 @@ import (
 func TestLinkMetrics(t *testing.T) {
 	rep := Report{
 		LinkTraffic: map[string]LinkTraffic{
-			"aa:00:00:00:00:02": {TxFrames: 10, RxFrames: 7, TxBytes: 1000, RxBytes: 700, HasBytes: true},
+			"aa:00:00:00:00:02": {TxFrames: 10, RxFrames: 7, TxBytes: 1000, RxBytes: 700, HasBytes: true, RTT: 250 * time.Microsecond},
 			"aa:00:00:00:00:03": {TxFrames: 3, RxFrames: 4},
 		},
 		Router: RouterReport{Connections: []ConnectionReport{
@@ -29,6 +30,7 @@ func TestLinkMetrics(t *testing.T) {
 		`weave_link_frames_total{direction="rx",peer="aa:00:00:00:00:03"} 4`,
 		`weave_link_bytes_total{direction="rx",peer="aa:00:00:00:00:02"} 700`,
 		`weave_connection_fallbacks{preferred="fastdp"} 1`,
+		`weave_link_rtt_seconds{peer="aa:00:00:00:00:02"} 0.00025`,
 	} {
 		if !strings.Contains(out, want+"\n") {
 			t.Errorf("metrics lack %s:\n%s", want, out)

@@ -246,7 +246,9 @@ function renderPeerTable(f) {
   const linksOf = new Map();
   for (const l of f.links) for (const n of [l.a, l.b]) if (n) linksOf.set(n, (linksOf.get(n) || 0) + 1);
   const rows = [];
-  for (const p of orderPeers(f)) {
+  // Trouble first: dead, suspect, unreachable peers head the table.
+  const trouble = p => p.self ? -1 : (p.liveness === "dead" ? 0 : p.liveness === "suspect" ? 1 : !p.reachable ? 2 : 3);
+  for (const p of orderPeers(f).sort((x, y) => trouble(x) - trouble(y))) {
     if (!peerMatches(p, ts)) continue;
     rows.push(el("tr", { class: `pick${st.sel && st.sel.id === p.name ? " sel" : ""}`, "data-peer": p.name, "data-liveness": p.liveness || "", onclick: () => pick("peer", p.name) },
       el("td", { class: "mono" }, p.name, p.self ? " (this router)" : ""),
