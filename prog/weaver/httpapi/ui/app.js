@@ -428,6 +428,8 @@ function setView(v) {
   document.getElementById("graph-wrap").hidden = v !== "graph";
   document.getElementById("peer-table-wrap").hidden = v !== "table";
   document.getElementById("legend").hidden = v !== "graph";
+  const note = document.querySelector("#picture .notice");
+  if (note) note.hidden = v !== "graph";
 }
 
 function render() {
