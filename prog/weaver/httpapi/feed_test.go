@@ -244,3 +244,47 @@ func checkLinksText(t *testing.T, f *httpapi.Feed, now time.Time, link string, w
 		}
 	}
 }
+
+// TestFeedFromGossipedSummaries: p0 - p1 - p2 with a real linkstate
+// table on each peer publishing LocalLinks of its own report: p0's feed
+// has both ends' views of the remote link p1-p2 without any link of its
+// own to p2.
+func TestFeedFromGossipedSummaries(t *testing.T) {
+	s := meshsim.New(t, 3, meshsim.Options{})
+	tables := make([]*linkstate.Table, 3)
+	for i, p := range s.Peers {
+		tables[i] = linkstate.New(p.Name)
+		g, err := p.Mesh.NewGossip(linkstate.ChannelName, tables[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables[i].SetGossip(g)
+	}
+	s.Connect(t, 0, 1)
+	s.Connect(t, 1, 2)
+	s.AwaitConverged(t)
+	awaitTopology(t, s, 0, 3)
+	for i := range s.Peers {
+		rep := simReport(s, i)
+		if !tables[i].SetOwn(linkstate.Summary{NickName: s.Peers[i].NickName, Software: "test", Links: httpapi.LocalLinks(&rep.Router)}) {
+			t.Fatalf("p%d did not send its summary", i)
+		}
+	}
+	a, b := s.Peers[1].Name.String(), s.Peers[2].Name.String()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rep := simReport(s, 0)
+		f := httpapi.BuildFeed(&rep, tables[0].All(), nil, time.Now())
+		l, ok := feedLink(f, a, b)
+		if ok && len(l.Ends) == 2 && l.Kind == httpapi.KindSleeve && l.Ends[0].MTU == 1438 && !l.Local {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("p0's view of p1-p2: %+v (found %v)", l, ok)
+		}
+		select {
+		case <-tables[0].Changed():
+		case <-time.After(100 * time.Millisecond): // the topology may still be settling
+		}
+	}
+}
