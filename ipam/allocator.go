@@ -44,6 +44,7 @@ var (
 	ErrClaimRefused     = errors.New("owner did not hand over the address")
 	ErrUnknownPeer      = errors.New("unknown peer")
 	ErrPeerReachable    = errors.New("peer is still reachable")
+	ErrPeerDropping     = errors.New("peer is unreachable and about to be dropped")
 	ErrBadIdent         = errors.New("invalid container ID")
 	ErrShutdown         = errors.New("IPAM is shut down (weave reset)")
 	ErrSubnetNotInRange = errors.New("subnet outside the allocation range")

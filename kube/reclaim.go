@@ -2,12 +2,17 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/seedf75a49c6/weave/internal/api"
 )
 
 // PeerRemover is the router call reclaim makes (DELETE /peer/<name>).
@@ -144,4 +149,19 @@ func (r *Reclaimer) forget(ctx context.Context, peer string) error {
 		delete(cm.Annotations, LockKey(peer))
 		return true, setPeers(cm, list.without(peer))
 	})
+}
+
+// Retry delays after a failed reclaim: the router refuses rmpeer of a
+// peer that mesh still lists but that is about to be dropped (held dead by
+// liveness, or no longer reached; mesh forgets it within a second or two),
+// and such a refusal is retried soon; anything else after retryAfter.
+const retrySoon = time.Second
+
+// reclaimRetryDelay is how long to wait before retrying after err.
+func reclaimRetryDelay(err error) time.Duration {
+	var he *api.HTTPError
+	if errors.As(err, &he) && he.Code == http.StatusConflict && strings.Contains(he.Message, "about to be dropped") {
+		return retrySoon
+	}
+	return retryAfter
 }

@@ -122,6 +122,8 @@ func (d *daemon) ipamConfig(b *backend) (ipam.Config, error) {
 		Universe: universe, DefaultSubnet: subnet, Init: init,
 		InitialPeerCount: func() int { return initial },
 		IsKnownPeer:      func(p wmesh.PeerName) bool { return peers.Fetch(p) != nil },
+		PeerGone:         b.peerGone,
+		PeerDropping:     b.peerDropping,
 		ConsensusTimeout: c.IPAllocConsensusTimeout,
 		Logger:           d.log,
 	}, nil
