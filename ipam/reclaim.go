@@ -160,7 +160,7 @@ func (a *Allocator) takeover(peer string) (address.Count, error) {
 			moved = append(moved, e.Token)
 		}
 	}
-	a.ring.Transfer(p, a.cfg.OurName)
+	a.reclaimed = append(a.reclaimed, a.ring.Transfer(p, a.cfg.OurName)...)
 	for _, t := range a.tentative {
 		delete(t.need, p)
 	}

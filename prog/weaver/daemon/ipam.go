@@ -251,6 +251,7 @@ func addIPAM(rep *httpapi.Report, alloc *ipam.Allocator) {
 	m := &httpapi.IPAMMetrics{
 		LocalUsed: st.ActiveIPs, MaxIPs: st.RangeNumIPs,
 		PendingAllocates: len(st.PendingAllocates), PendingClaims: len(st.PendingClaims),
+		Conflicts: len(st.Conflicts), ConflictsSeen: st.ConflictsSeen,
 	}
 	unreachable := map[string]bool{}
 	var lost uint64
