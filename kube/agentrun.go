@@ -151,13 +151,15 @@ func (a *Agent) reclaim(ctx context.Context) time.Duration {
 		a.log.Info("reclaimed the address space of removed peers", "peers", removed)
 	}
 	if err != nil {
-		d := reclaimRetryDelay(err)
+		d := reclaimRetryDelay(err, a.reclaimFails)
+		a.reclaimFails++
 		if d < retryAfter {
-			a.log.Info("reclaim refused while the peer is being dropped; retrying soon", "err", err, "retry", d)
+			a.log.Info("reclaim refused while the router still lists the peer; retrying soon", "err", err, "retry", d)
 		} else {
 			a.log.Error("reclaim removed peers", "err", err)
 		}
 		return d
 	}
+	a.reclaimFails = 0
 	return 0
 }

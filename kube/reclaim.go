@@ -151,17 +151,28 @@ func (r *Reclaimer) forget(ctx context.Context, peer string) error {
 	})
 }
 
-// Retry delays after a failed reclaim: the router refuses rmpeer of a
-// peer that mesh still lists but that is about to be dropped (held dead by
-// liveness, or no longer reached; mesh forgets it within a second or two),
-// and such a refusal is retried soon; anything else after retryAfter.
+// Retry delays after a failed reclaim. The router refuses rmpeer of a
+// peer that mesh still lists but that is about to be dropped (liveness
+// holds it dead or suspect, or mesh no longer reaches it; it goes within a
+// second or two): retried after retrySoon. A peer whose Node was deleted
+// but that the router still reaches has usually just died without a reset
+// and liveness has not decided yet (~2 s): retried after retrySoon
+// doubling with each refusal up to retryAfter. Anything else after
+// retryAfter.
 const retrySoon = time.Second
 
-// reclaimRetryDelay is how long to wait before retrying after err.
-func reclaimRetryDelay(err error) time.Duration {
+// reclaimRetryDelay is how long to wait before retrying after err, the
+// fails-th failure in a row (from 0).
+func reclaimRetryDelay(err error, fails int) time.Duration {
 	var he *api.HTTPError
-	if errors.As(err, &he) && he.Code == http.StatusConflict && strings.Contains(he.Message, "about to be dropped") {
+	if !errors.As(err, &he) || he.Code != http.StatusConflict {
+		return retryAfter
+	}
+	switch {
+	case strings.Contains(he.Message, "about to be dropped"):
 		return retrySoon
+	case strings.Contains(he.Message, "still reachable"):
+		return min(retryAfter, retrySoon<<min(fails, 4))
 	}
 	return retryAfter
 }

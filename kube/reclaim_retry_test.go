@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -12,9 +13,10 @@ import (
 )
 
 // TestReclaimRetrySoonWhilePeerIsDropped: the router's refusal of rmpeer
-// for a peer that mesh still lists but is about to drop (through the real
-// IPAM HTTP handler and API client) makes weave-kube retry after
-// retrySoon; a refusal for a reachable peer keeps the 10 s retry.
+// (through the real IPAM HTTP handler and API client) for a peer that mesh
+// still lists but is about to drop makes weave-kube retry after 1 s; for
+// a peer still reachable (its Node is deleted: liveness has not decided
+// yet) after 1 s doubling up to 10 s; anything else after 10 s.
 func TestReclaimRetrySoonWhilePeerIsDropped(t *testing.T) {
 	dropping, _ := mesh.PeerNameFromString("aa:00:00:00:00:02")
 	a, err := ipam.New(ipam.Config{
@@ -31,18 +33,25 @@ func TestReclaimRetrySoonWhilePeerIsDropped(t *testing.T) {
 	t.Cleanup(srv.Close)
 	c := api.NewClient(api.Config{Addr: strings.TrimPrefix(srv.URL, "http://")})
 	for _, tc := range []struct {
-		peer string
-		want string
+		peer  string
+		fails int
+		want  string
 	}{
-		{"aa:00:00:00:00:02", retrySoon.String()},
-		{"aa:00:00:00:00:03", retryAfter.String()},
+		{"aa:00:00:00:00:02", 0, "1s"},  // about to be dropped
+		{"aa:00:00:00:00:02", 7, "1s"},  // ... however often
+		{"aa:00:00:00:00:03", 0, "1s"},  // still reachable: liveness has not decided yet
+		{"aa:00:00:00:00:03", 2, "4s"},  // backing off
+		{"aa:00:00:00:00:03", 9, "10s"}, // up to retryAfter
 	} {
 		_, err := c.RemovePeer(context.Background(), tc.peer)
 		if err == nil {
 			t.Fatalf("rmpeer %s accepted; want a 409 refusal", tc.peer)
 		}
-		if got := reclaimRetryDelay(err).String(); got != tc.want {
-			t.Errorf("rmpeer %s refused with %v: retry after %s, want %s", tc.peer, err, got, tc.want)
+		if got := reclaimRetryDelay(err, tc.fails).String(); got != tc.want {
+			t.Errorf("rmpeer %s refused with %v (%d before): retry after %s, want %s", tc.peer, err, tc.fails, got, tc.want)
 		}
+	}
+	if got := reclaimRetryDelay(errors.New("connection refused"), 0); got != retryAfter {
+		t.Errorf("a router that does not answer: retry after %v, want %v", got, retryAfter)
 	}
 }

@@ -134,10 +134,14 @@ func (b *backend) livenessChanged(c liveness.Change) {
 // (the target's last error in `weave status connections`).
 var errDeclaredDead = errors.New("peer declared dead by liveness")
 
-// heldDead reports whether the failure detector holds peer dead.
-func (b *backend) heldDead(peer wmesh.PeerName) bool {
+// livenessState is peer's state in the failure detector (Unknown with
+// --no-liveness).
+func (b *backend) livenessState(peer wmesh.PeerName) liveness.State {
 	det := b.live.Load()
-	return det != nil && det.Get(peer.String()).State == liveness.Dead
+	if det == nil {
+		return liveness.Unknown
+	}
+	return det.Get(peer.String()).State
 }
 
 // meshReaches reports whether we have a connection or a unicast route to
@@ -152,14 +156,16 @@ func (b *backend) meshReaches(peer wmesh.PeerName) bool {
 
 // peerGone and peerDropping are ipam.Config's PeerGone and PeerDropping:
 // rmpeer accepts a peer held dead that mesh no longer reaches, and tells a
-// caller to retry soon when the peer is held dead or unreachable but mesh
-// still lists it (it is garbage-collected within a second or two).
+// caller to retry soon when the peer is suspect, held dead or unreachable
+// but mesh still lists it (decided, and the connection closed, within a
+// second or two).
 func (b *backend) peerGone(peer wmesh.PeerName) bool {
-	return b.heldDead(peer) && !b.meshReaches(peer)
+	return b.livenessState(peer) == liveness.Dead && !b.meshReaches(peer)
 }
 
 func (b *backend) peerDropping(peer wmesh.PeerName) bool {
-	return b.heldDead(peer) || !b.meshReaches(peer)
+	s := b.livenessState(peer)
+	return s == liveness.Dead || s == liveness.Suspect || !b.meshReaches(peer)
 }
 
 // addLiveness fills the report's liveness states and transition counts.
