@@ -372,7 +372,6 @@ func (ic *ipamCluster) requireNoConflictLogged(t *testing.T) {
 	}
 }
 
-
 // checkStatusConnections: host i's `weave status connections` lists the
 // victim's target as not established. After a silent death (connections
 // closed by liveness, not reset), the hosts' outbound targets whose
