@@ -35,6 +35,11 @@ func TestKubeFaultNodeDeleteReclaim(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		kc.join(i)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			kc.logReclaimLines(1, 2, 3)
+		}
+	})
 	for i := 1; i <= 3; i++ {
 		kc.waitPeers(i, "h1", "h2", "h3")
 	}
@@ -101,6 +106,29 @@ func (kc *kubeCluster) freshJoin(i int) {
 		kc.waitPeers(j, "h1", "h2", "h3", h.Name)
 	}
 	kc.waitNetworkUp(h.Name)
+	// Liveness must know the new node before it dies: a node that dies
+	// before any detector saw it alive is left to mesh's timeouts.
+	for j := 1; j <= 3; j++ {
+		kc.waitAlive(j, h.Name)
+	}
+}
+
+// waitAlive waits until host i's `weave status peers` shows nick alive.
+func (kc *kubeCluster) waitAlive(i int, nick string) {
+	kc.t.Helper()
+	h := kc.tp.Host(i)
+	netnstest.WaitFor(kc.t, 30*time.Second, h.Name+" to see "+nick+" alive", func() error {
+		out, err := kc.tp.Weave(h, "status", "peers")
+		if err != nil {
+			return err
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, "("+nick+")") && strings.Contains(l, "alive since") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s alive in:\n%s", nick, out)
+	})
 }
 
 // kill9 SIGKILLs host i's weave-kube and the weaver it started (weaver
@@ -185,5 +213,20 @@ func (kc *kubeCluster) cutOff(i int, cut bool) {
 		if err := netnstest.Exec(ns, args...); err != nil {
 			kc.t.Fatalf("cut h%d off (%s): %v", i, op, err)
 		}
+	}
+}
+
+// logReclaimLines logs what the survivors said about liveness and reclaim
+// (the failure dump of weave-kube keeps only the last lines).
+func (kc *kubeCluster) logReclaimLines(hosts ...int) {
+	for _, i := range hosts {
+		var lines []string
+		for _, l := range strings.Split(kc.procs[i].Stderr(), "\n") {
+			if strings.Contains(l, "reclaim") || strings.Contains(l, "rmpeer") || strings.Contains(l, "liveness changed") ||
+				strings.Contains(l, "declared dead") || strings.Contains(l, "Node") {
+				lines = append(lines, l)
+			}
+		}
+		kc.t.Logf("h%d, liveness and reclaim:\n%s", i, strings.Join(lines, "\n"))
 	}
 }
