@@ -159,7 +159,7 @@ func (r *Reclaimer) forget(ctx context.Context, peer string) error {
 // and liveness has not decided yet (~2 s): retried after retrySoon
 // doubling with each refusal up to retryAfter. Anything else after
 // retryAfter.
-const retrySoon = time.Second
+const retrySoon = 500 * time.Millisecond
 
 // reclaimRetryDelay is how long to wait before retrying after err, the
 // fails-th failure in a row (from 0).

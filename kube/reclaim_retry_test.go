@@ -14,9 +14,9 @@ import (
 
 // TestReclaimRetrySoonWhilePeerIsDropped: the router's refusal of rmpeer
 // (through the real IPAM HTTP handler and API client) for a peer that mesh
-// still lists but is about to drop makes weave-kube retry after 1 s; for
-// a peer still reachable (its Node is deleted: liveness has not decided
-// yet) after 1 s doubling up to 10 s; anything else after 10 s.
+// still lists but is about to drop makes weave-kube retry after 0.5 s;
+// for a peer still reachable (its Node is deleted: liveness has not
+// decided yet) after 0.5 s doubling up to 10 s; anything else after 10 s.
 func TestReclaimRetrySoonWhilePeerIsDropped(t *testing.T) {
 	dropping, _ := mesh.PeerNameFromString("aa:00:00:00:00:02")
 	a, err := ipam.New(ipam.Config{
@@ -37,11 +37,11 @@ func TestReclaimRetrySoonWhilePeerIsDropped(t *testing.T) {
 		fails int
 		want  string
 	}{
-		{"aa:00:00:00:00:02", 0, "1s"},  // about to be dropped
-		{"aa:00:00:00:00:02", 7, "1s"},  // ... however often
-		{"aa:00:00:00:00:03", 0, "1s"},  // still reachable: liveness has not decided yet
-		{"aa:00:00:00:00:03", 2, "4s"},  // backing off
-		{"aa:00:00:00:00:03", 9, "10s"}, // up to retryAfter
+		{"aa:00:00:00:00:02", 0, "500ms"}, // about to be dropped
+		{"aa:00:00:00:00:02", 7, "500ms"}, // ... however often
+		{"aa:00:00:00:00:03", 0, "500ms"}, // still reachable: liveness has not decided yet
+		{"aa:00:00:00:00:03", 2, "2s"},    // backing off
+		{"aa:00:00:00:00:03", 9, "8s"},    // capped below retryAfter
 	} {
 		_, err := c.RemovePeer(context.Background(), tc.peer)
 		if err == nil {
