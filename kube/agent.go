@@ -32,18 +32,19 @@ const stopGrace = 10 * time.Second
 
 // Agent is one node's weave-kube.
 type Agent struct {
-	cfg          Config
-	log          *slog.Logger
-	out          io.Writer // weaver's output
-	kube         kubernetes.Interface
-	nodes        listersv1.NodeLister
-	backend      iptables.Backend
-	isLocal      func(string) bool
-	peerName     string
-	weaver       *Weaver
-	store        *Store
-	connected    []string // the peers weaver was last told
-	reclaimFails int      // reclaims refused in a row (the retry backs off)
+	cfg       Config
+	log       *slog.Logger
+	out       io.Writer // weaver's output
+	kube      kubernetes.Interface
+	nodes     listersv1.NodeLister
+	backend   iptables.Backend
+	isLocal   func(string) bool
+	peerName  string
+	weaver    *Weaver
+	store     *Store
+	connected []string // the peers weaver was last told
+
+	reclaimFails int // reclaims refused in a row (the retry backs off)
 
 	changed chan struct{} // a Node was added, changed or deleted: reconnect
 	deleted chan struct{} // a Node was deleted: reclaim (after a random delay)
