@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -131,72 +131,27 @@ func (kc *kubeCluster) waitAlive(i int, nick string) {
 	})
 }
 
-// kill9 SIGKILLs host i's weave-kube and the weaver it started (weaver
-// first: on its parent's death it would get SIGTERM and leave cleanly).
+// kill9 SIGKILLs every process of host i's namespace, weave-kube and the
+// weaver it started, newest first (weaver before its parent: on its
+// parent's death it would get SIGTERM and leave cleanly).
 func (kc *kubeCluster) kill9(i int) {
 	kc.t.Helper()
-	p := kc.procs[i]
-	root := p.Cmd.Process.Pid
-	pids := append(descendants(root), root)
+	pids, err := netnstest.Pids(kc.tp.Host(i).NS)
+	if err != nil {
+		kc.t.Fatal(err)
+	}
+	slices.Reverse(pids)
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	select {
-	case <-p.Done():
-	case <-time.After(10 * time.Second):
-		kc.t.Fatalf("weave-kube %d on h%d still running 10 s after SIGKILL", root, i)
-	}
-	netnstest.WaitFor(kc.t, 10*time.Second, fmt.Sprintf("h%d's weaver to die", i), func() error {
+	netnstest.WaitFor(kc.t, 10*time.Second, fmt.Sprintf("h%d's weave-kube and weaver to die", i), func() error {
 		for _, pid := range pids {
-			if alive(pid) {
+			if netnstest.PidAlive(pid) {
 				return fmt.Errorf("pid %d alive", pid)
 			}
 		}
 		return nil
 	})
-}
-
-// descendants lists the pids below root (children first), from /proc.
-func descendants(root int) []int {
-	parent := map[int][]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		_, rest, _ := strings.Cut(string(b), ") ")
-		f := strings.Fields(rest)
-		if len(f) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		parent[ppid] = append(parent[ppid], pid)
-	}
-	var out []int
-	var walk func(int)
-	walk = func(p int) {
-		for _, c := range parent[p] {
-			walk(c)
-			out = append(out, c)
-		}
-	}
-	walk(root)
-	return out
-}
-
-// alive reports whether pid runs (a zombie does not).
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	_, rest, _ := strings.Cut(string(b), ") ")
-	return !strings.HasPrefix(rest, "Z")
 }
 
 // cutOff drops (or stops dropping) every packet to and from host i
