@@ -223,7 +223,14 @@ func TestFaultDeadPeerSettlesEverywhere(t *testing.T) {
 				ic.launch(4)
 			}
 			ic.awaitLiveness(t, survivors, 4, "alive")
-			waitPingIP(t, c1.NS, "c1 -> c4 after h4 came back", c4.IP())
+			// Recovery is not what is measured: mesh redials with backoff and
+			// liveness re-joins, so allow it a moment to stop losing echoes.
+			netnstest.WaitFor(t, 30*time.Second, "c1 -> c4 without loss after h4 came back", func() error {
+				if out, err := netnstest.Ping(c1.NS, c4.IP(), 3); err != nil || !strings.Contains(out, " 0% packet loss") {
+					return fmt.Errorf("%v\n%s", err, out)
+				}
+				return nil
+			})
 		}
 	}
 	var all []time.Duration
