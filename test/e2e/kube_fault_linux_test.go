@@ -20,8 +20,9 @@ import (
 // within 5 s (p50), whether its connections reset or it vanished.
 const reclaimP50 = 5 * time.Second
 
-// TestKubeFaultNodeDeleteReclaim: h4 joins a 3-node weave-kube cluster as
-// a new Node, takes address space (a pod), then dies, and its Node is
+// TestKubeFaultNodeDeleteReclaim: no fresh node logs the false lost-
+// database ERROR on its first start. h4 joins a 3-node weave-kube cluster
+// as a new Node, takes address space (a pod), then dies, and its Node is
 // deleted at once, as an operator or a cloud controller would; faultRuns
 // times SIGKILLed (weaver and weave-kube; the kernel resets its
 // connections) and faultRuns times vanished silently (every packet to and
@@ -44,6 +45,9 @@ func TestKubeFaultNodeDeleteReclaim(t *testing.T) {
 		kc.waitPeers(i, "h1", "h2", "h3")
 	}
 	kc.waitNetworkUp("h1", "h2", "h3")
+	for i := 1; i <= 3; i++ {
+		kc.requireNoLostDBError(i)
+	}
 	kc.pod(1, "p1") // the ring exists before h4 joins
 	samples := map[string][]time.Duration{}
 	for run := range faultRuns(t) {
@@ -106,6 +110,7 @@ func (kc *kubeCluster) freshJoin(i int) {
 		kc.waitPeers(j, "h1", "h2", "h3", h.Name)
 	}
 	kc.waitNetworkUp(h.Name)
+	kc.requireNoLostDBError(i)
 	// Liveness must know the new node before it dies: a node that dies
 	// before any detector saw it alive is left to mesh's timeouts.
 	for j := 1; j <= 3; j++ {
@@ -183,5 +188,17 @@ func (kc *kubeCluster) logReclaimLines(hosts ...int) {
 			}
 		}
 		kc.t.Logf("h%d, liveness and reclaim:\n%s", i, strings.Join(lines, "\n"))
+	}
+}
+
+// requireNoLostDBError: a fresh node's first start (after weave-kube's
+// `weaver --print-peer-name`) must not log the lost-database ERROR
+// (issue 28 item 4: operators alert on ERROR lines).
+func (kc *kubeCluster) requireNoLostDBError(i int) {
+	kc.t.Helper()
+	for _, l := range strings.Split(kc.procs[i].Stderr(), "\n") {
+		if strings.Contains(l, "level=ERROR") && strings.Contains(l, "IPAM database is missing") {
+			kc.t.Errorf("fresh node h%d logged: %s", i, l)
+		}
 	}
 }
