@@ -44,6 +44,7 @@ var (
 	ErrClaimRefused     = errors.New("owner did not hand over the address")
 	ErrUnknownPeer      = errors.New("unknown peer")
 	ErrPeerReachable    = errors.New("peer is still reachable")
+	ErrPeerDropping     = errors.New("peer is unreachable and about to be dropped")
 	ErrBadIdent         = errors.New("invalid container ID")
 	ErrShutdown         = errors.New("IPAM is shut down (weave reset)")
 	ErrSubnetNotInRange = errors.New("subnet outside the allocation range")
@@ -87,6 +88,12 @@ type Allocator struct {
 	lastSaved     string
 	// lastRingTo rate-limits unconditional replies to unicast ring updates.
 	lastRingTo map[mesh.PeerName]time.Time
+	// orphans are addresses held here in space the ring gives to another
+	// peer (heal.go); reclaimed is space we took over from dead peers,
+	// allocated from last; conflictsSeen counts refused claim-backs.
+	orphans       map[address.Address]*orphan
+	reclaimed     []address.Range
+	conflictsSeen uint64
 }
 
 // New validates cfg, applies defaults, and restores persisted state.
@@ -106,6 +113,7 @@ func New(cfg Config) (*Allocator, error) {
 		owned:      map[string][]address.CIDR{},
 		tentative:  map[address.Address]*takeover{},
 		lastRingTo: map[mesh.PeerName]time.Time{},
+		orphans:    map[address.Address]*orphan{},
 	}
 	a.lifecycle.quit = make(chan struct{})
 	a.lifecycle.done = make(chan struct{})
@@ -209,6 +217,7 @@ func (a *Allocator) do(f func()) error {
 // pending operations and (in tests) checks invariants.
 func (a *Allocator) afterAction() {
 	a.tryPending()
+	a.checkOrphans()
 	if !a.ring.Empty() && a.ring.ReportFree(a.freeIn) {
 		a.broadcast()
 	}

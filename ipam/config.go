@@ -99,6 +99,13 @@ type Config struct {
 	// IsKnownPeer reports whether a peer is currently in the topology.
 	// Default: every peer is considered known.
 	IsKnownPeer func(mesh.PeerName) bool
+	// PeerGone reports a peer IsKnownPeer still lists that the failure
+	// detector holds dead and mesh no longer connects to (no connection of
+	// ours, no route): rmpeer accepts it. PeerDropping reports a listed
+	// peer that is about to leave the topology (held dead, or no route):
+	// rmpeer refuses it with ErrPeerDropping, worth retrying within
+	// seconds. Default: neither (rmpeer waits until mesh forgets the peer).
+	PeerGone, PeerDropping func(mesh.PeerName) bool
 
 	// ConsensusTimeout bounds how long an operation waits for the ring to
 	// be created. Default 60s.
@@ -149,6 +156,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.IsKnownPeer == nil {
 		c.IsKnownPeer = func(mesh.PeerName) bool { return true }
+	}
+	if c.PeerGone == nil {
+		c.PeerGone = func(mesh.PeerName) bool { return false }
+	}
+	if c.PeerDropping == nil {
+		c.PeerDropping = func(mesh.PeerName) bool { return false }
 	}
 	c.ConsensusTimeout = orDefault(c.ConsensusTimeout, 60*time.Second)
 	c.SpaceTimeout = orDefault(c.SpaceTimeout, 60*time.Second)

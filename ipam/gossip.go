@@ -125,6 +125,7 @@ func (a *Allocator) mergeRing(src mesh.PeerName, theirs *ring.Ring, how via) err
 	wasEmpty := a.ring.Empty()
 	before := a.ring.Clone()
 	a.ring.SetTentative(a.tentativeTokens())
+	a.ring.SetYield(true) // a takeover of space we use wins; heal.go claims it back
 	_, err := a.ring.Merge(theirs)
 	if errors.Is(err, ring.ErrDifferentSeeds) && a.adoptForeignRing(src, theirs) {
 		err = nil
@@ -186,6 +187,7 @@ func ringDiffers(ours, theirs *ring.Ring) bool {
 // onRangeMsg handles a space request (donate) or a denial.
 func (a *Allocator) onRangeMsg(src mesh.PeerName, kind byte, r address.Range) {
 	if kind == msgSpaceRequestDenied {
+		a.orphanRefused(src, r)
 		for _, o := range a.pending {
 			if o.kind == opClaim && r.Contains(o.subnet.Addr) {
 				o.denied = true
@@ -201,7 +203,7 @@ func (a *Allocator) donate(src mesh.PeerName, r address.Range) {
 		a.unicast(src, encodeRange(msgSpaceRequestDenied, r))
 		return
 	}
-	given, ok := a.space.Donate(r)
+	given, ok := a.donateIn(r)
 	if ok {
 		if err := a.ring.GrantRangeToHost(given.Start, given.End, src); err != nil {
 			a.log.Error("cannot grant IPAM space", "range", given, "peer", src, "err", err)

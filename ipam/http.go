@@ -84,7 +84,7 @@ func text(w http.ResponseWriter, s string) {
 func httpError(w http.ResponseWriter, err error) {
 	code := http.StatusBadRequest
 	switch {
-	case errors.Is(err, ErrPeerReachable):
+	case errors.Is(err, ErrPeerReachable), errors.Is(err, ErrPeerDropping):
 		code = http.StatusConflict
 	case errors.Is(err, ErrNoConsensus), errors.Is(err, ErrNoSpace), errors.Is(err, ErrStopped), errors.Is(err, ErrShutdown):
 		code = http.StatusServiceUnavailable

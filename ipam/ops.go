@@ -204,7 +204,7 @@ func (a *Allocator) tryAllocate(o *op) bool {
 			return true
 		}
 	}
-	if addr, ok := a.space.Allocate(o.subnet.HostRange()); ok {
+	if addr, ok := a.allocateIn(o.subnet.HostRange()); ok {
 		c := address.CIDR{Addr: addr, PrefixLen: o.subnet.PrefixLen}
 		ident := o.ident
 		if ident == NoContainerID { // file it under the address itself
@@ -355,6 +355,14 @@ func (a *Allocator) syncSpace() {
 		}
 	}
 	for _, r := range subtractAll(a.mine, now) {
+		// Addresses held there leave our space too: they are orphans now,
+		// claimed back from the new owner (heal.go), never freed into a
+		// range that is not ours.
+		for _, addr := range a.space.Allocated() {
+			if r.Contains(addr) {
+				_ = a.space.Free(addr)
+			}
+		}
 		if n := a.space.Remove(r); n > 0 {
 			a.log.Info("IPAM space taken over by another peer", "range", r, "free", n)
 		}

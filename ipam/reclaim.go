@@ -120,8 +120,10 @@ func (a *Allocator) lookupPeer(s string) (mesh.PeerName, error) {
 
 // takeover: as in 2.8.1, a name we do not know and a ring that does not
 // exist yet take over nothing (0 IPs). Unlike 2.8.1 we refuse ourselves
-// and a peer still in the topology: taking over a live peer's space gives
-// out its addresses twice.
+// and a peer still in the topology (taking over a live peer's space gives
+// out its addresses twice), unless the failure detector holds it dead and
+// mesh no longer reaches it (PeerGone); one about to leave the topology is
+// refused with ErrPeerDropping, which callers retry soon.
 func (a *Allocator) takeover(peer string) (address.Count, error) {
 	p, err := a.lookupPeer(peer)
 	if err != nil {
@@ -132,8 +134,15 @@ func (a *Allocator) takeover(peer string) (address.Count, error) {
 		return 0, fmt.Errorf("rmpeer %s: %w; to leave the mesh run 'weave reset' on this host", a.peerLabel(p), ErrRemoveSelf)
 	}
 	if a.cfg.IsKnownPeer(p) {
-		return 0, fmt.Errorf("rmpeer %s: %w; run 'weave reset' on that host (it hands its space over), "+
-			"or stop it and 'weave forget' it everywhere, then retry", a.peerLabel(p), ErrPeerReachable)
+		switch {
+		case a.cfg.PeerGone(p):
+			a.log.Info("rmpeer of a peer held dead that mesh no longer reaches", "peer", p)
+		case a.cfg.PeerDropping(p):
+			return 0, fmt.Errorf("rmpeer %s: %w; retry in a few seconds", a.peerLabel(p), ErrPeerDropping)
+		default:
+			return 0, fmt.Errorf("rmpeer %s: %w; run 'weave reset' on that host (it hands its space over), "+
+				"or stop it and 'weave forget' it everywhere, then retry", a.peerLabel(p), ErrPeerReachable)
+		}
 	}
 	if a.ring.Empty() {
 		return 0, nil
@@ -151,7 +160,7 @@ func (a *Allocator) takeover(peer string) (address.Count, error) {
 			moved = append(moved, e.Token)
 		}
 	}
-	a.ring.Transfer(p, a.cfg.OurName)
+	a.reclaimed = append(a.reclaimed, a.ring.Transfer(p, a.cfg.OurName)...)
 	for _, t := range a.tentative {
 		delete(t.need, p)
 	}

@@ -3,6 +3,7 @@ package ipam
 import (
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/seedf75a49c6/weave/ipam/address"
@@ -171,5 +172,36 @@ func TestTentativeTakeoverSurvivesRestart(t *testing.T) {
 	}
 	if p := a2.Status().Problem; !strings.Contains(p, "acknowledgement") {
 		t.Fatalf("status problem %q", p)
+	}
+}
+
+// TestRmpeerOfPeerHeldDead: mesh still lists p3 (IsKnownPeer), yet it is
+// dead. While it is only about to be dropped rmpeer answers
+// ErrPeerDropping (a caller retries within seconds, not 10 s); once the
+// failure detector holds it dead and mesh no longer reaches it, rmpeer is
+// accepted without waiting for mesh to forget it.
+func TestRmpeerOfPeerHeldDead(t *testing.T) {
+	var gone, dropping atomic.Bool
+	n, a, b, x := threePeersWith(t, 16, func(c *Config) {
+		c.IsKnownPeer = func(mesh.PeerName) bool { return true }
+		c.PeerGone = func(p mesh.PeerName) bool { return p == 0x0a0000000003 && gone.Load() }
+		c.PeerDropping = func(p mesh.PeerName) bool { return p == 0x0a0000000003 && dropping.Load() }
+	})
+	xs := xStart(x)
+	if _, err := a.AdminTakeoverRanges("p3"); !errors.Is(err, ErrPeerReachable) {
+		t.Fatalf("rmpeer of a live peer: %v, want ErrPeerReachable", err)
+	}
+	kill(n, x)
+	dropping.Store(true)
+	if _, err := a.AdminTakeoverRanges("p3"); !errors.Is(err, ErrPeerDropping) || !strings.Contains(err.Error(), "about to be dropped") {
+		t.Fatalf("rmpeer of a peer about to be dropped: %v, want ErrPeerDropping", err)
+	}
+	gone.Store(true)
+	if got, err := a.AdminTakeoverRanges("p3"); err != nil || got != 1<<20/4 {
+		t.Fatalf("rmpeer of a peer held dead: %d %v", got, err)
+	}
+	n.round(5e9)
+	if !owns(a, xs) || ownerIn(b, xs) != a.cfg.OurName {
+		t.Fatalf("after ack: a owns %v, b sees owner %v", owns(a, xs), ownerIn(b, xs))
 	}
 }

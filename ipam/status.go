@@ -46,7 +46,12 @@ type Status struct {
 	PendingAllocates []string
 	State            string `json:"-"` // the "Status:" line of `weave status`
 	Problem          string `json:",omitempty"`
-	ourName          mesh.PeerName
+	// Conflicts (ours) are addresses held here that the peer which took
+	// over our space while we were cut off has given out too.
+	Conflicts []ConflictStatus `json:",omitempty"`
+	// ConflictsSeen counts such conflicts since the start.
+	ConflictsSeen uint64 `json:",omitempty"`
+	ourName       mesh.PeerName
 }
 
 // Status returns a snapshot for reports and the status texts.
@@ -81,6 +86,7 @@ func (a *Allocator) status() Status {
 		}
 	}
 	s.State, s.Problem = a.stateLine()
+	s.Conflicts, s.ConflictsSeen = a.conflicts(), a.conflictsSeen
 	return s
 }
 
@@ -114,7 +120,7 @@ func (a *Allocator) stateLine() (state, problem string) {
 	if len(a.tentative) > 0 {
 		return "ready", a.takeoverProblem()
 	}
-	return "ready", ""
+	return "ready", a.healProblem()
 }
 
 func (a *Allocator) takeoverProblem() string {

@@ -44,6 +44,8 @@ type Agent struct {
 	store     *Store
 	connected []string // the peers weaver was last told
 
+	reclaimFails int // reclaims refused in a row (the retry backs off)
+
 	changed chan struct{} // a Node was added, changed or deleted: reconnect
 	deleted chan struct{} // a Node was deleted: reclaim (after a random delay)
 }

@@ -112,8 +112,8 @@ func (a *Agent) loop(ctx context.Context) error {
 			}
 		case <-reclaimAt:
 			reclaimAt = nil
-			if !a.reclaim(ctx) {
-				reclaimAt = time.After(retryAfter)
+			if d := a.reclaim(ctx); d > 0 {
+				reclaimAt = time.After(d)
 			}
 			a.connect(ctx)
 		}
@@ -141,8 +141,9 @@ func (a *Agent) connect(ctx context.Context) bool {
 	return true
 }
 
-// reclaim runs one Reclaim; false on failure.
-func (a *Agent) reclaim(ctx context.Context) bool {
+// reclaim runs one Reclaim; on failure it returns when to retry (0 when
+// it succeeded).
+func (a *Agent) reclaim(ctx context.Context) time.Duration {
 	r := &Reclaimer{Store: a.store, Router: a.weaver.API, Nodes: a.nodeNames,
 		PeerName: a.peerName, NodeName: a.cfg.NodeName, Log: a.log}
 	removed, err := r.Reclaim(ctx)
@@ -150,8 +151,15 @@ func (a *Agent) reclaim(ctx context.Context) bool {
 		a.log.Info("reclaimed the address space of removed peers", "peers", removed)
 	}
 	if err != nil {
-		a.log.Error("reclaim removed peers", "err", err)
-		return false
+		d := reclaimRetryDelay(err, a.reclaimFails)
+		a.reclaimFails++
+		if d < retryAfter {
+			a.log.Info("reclaim refused while the router still lists the peer; retrying soon", "err", err, "retry", d)
+		} else {
+			a.log.Error("reclaim removed peers", "err", err)
+		}
+		return d
 	}
-	return true
+	a.reclaimFails = 0
+	return 0
 }

@@ -2,12 +2,17 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/seedf75a49c6/weave/internal/api"
 )
 
 // PeerRemover is the router call reclaim makes (DELETE /peer/<name>).
@@ -144,4 +149,30 @@ func (r *Reclaimer) forget(ctx context.Context, peer string) error {
 		delete(cm.Annotations, LockKey(peer))
 		return true, setPeers(cm, list.without(peer))
 	})
+}
+
+// Retry delays after a failed reclaim. The router refuses rmpeer of a
+// peer that mesh still lists but that is about to be dropped (liveness
+// holds it dead or suspect, or mesh no longer reaches it; it goes within a
+// second or two): retried after retrySoon. A peer whose Node was deleted
+// but that the router still reaches has usually just died without a reset
+// and liveness has not decided yet (~2 s): retried after retrySoon
+// doubling with each refusal up to retryAfter. Anything else after
+// retryAfter.
+const retrySoon = 500 * time.Millisecond
+
+// reclaimRetryDelay is how long to wait before retrying after err, the
+// fails-th failure in a row (from 0).
+func reclaimRetryDelay(err error, fails int) time.Duration {
+	var he *api.HTTPError
+	if !errors.As(err, &he) || he.Code != http.StatusConflict {
+		return retryAfter
+	}
+	switch {
+	case strings.Contains(he.Message, "about to be dropped"):
+		return retrySoon
+	case strings.Contains(he.Message, "still reachable"):
+		return min(retryAfter, retrySoon<<min(fails, 4))
+	}
+	return retryAfter
 }

@@ -13,11 +13,11 @@ type deadSet map[mesh.PeerName]struct{}
 
 // SetPeerDead records that peer is dead (dead true) or alive again. While
 // a peer is dead the router sends it nothing, unicast or broadcast, and
-// relays nothing through it, even where mesh's routes still name it:
-// mesh notices a vanished peer only when its TCP connection times out.
-// Marking a peer dead also forgets the MAC addresses learnt behind it, so
-// frames to them are flooded to the living until the MAC is heard again.
-// mesh's connection maker keeps redialling the peer at its own pace.
+// relays nothing through it, even where mesh's routes still name it (the
+// daemon also closes mesh's connection to it, and routes follow once every
+// survivor has done so). Marking a peer dead also forgets the MAC
+// addresses learnt behind it, so frames to them are flooded to the living
+// until the MAC is heard again.
 func (r *NetworkRouter) SetPeerDead(peer mesh.PeerName, dead bool) {
 	r.deadMu.Lock()
 	defer r.deadMu.Unlock()

@@ -60,16 +60,16 @@ func killAndReap(pid int) {
 		return
 	}
 	_ = Poll(5*time.Second, func() error {
-		if pidAlive(pid) {
+		if PidAlive(pid) {
 			return fmt.Errorf("pid %d still alive", pid)
 		}
 		return nil
 	})
 }
 
-// pidAlive reports whether a process with that pid exists (zombies count
+// PidAlive reports whether a process with that pid exists (zombies count
 // as gone).
-func pidAlive(pid int) bool {
+func PidAlive(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return false
@@ -133,7 +133,7 @@ func Sweep() error {
 		if m == nil {
 			continue
 		}
-		if pid, _ := strconv.Atoi(m[1]); pidAlive(pid) {
+		if pid, _ := strconv.Atoi(m[1]); PidAlive(pid) {
 			continue
 		}
 		errs = append(errs, deleteNS(e.Name()))

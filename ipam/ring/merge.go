@@ -58,7 +58,7 @@ func (r *Ring) mergeEntries(other *Ring) (entries, error) {
 			i++
 		case i >= len(r.Entries) || other.Entries[j].Token < r.Entries[i].Token:
 			theirs := other.Entries[j]
-			if k := r.owningIndex(theirs.Token); k >= 0 && r.usedByUs(k) {
+			if k := r.owningIndex(theirs.Token); k >= 0 && r.usedByUs(k) && !r.yield {
 				return nil, fmt.Errorf("merge token %s from %s: %w", theirs.Token, other.Peer, ErrEntryInMyRange)
 			}
 			out = append(out, copyEntry(theirs))
@@ -92,7 +92,7 @@ func (r *Ring) mergeToken(i int, theirs *entry, other *Ring) (*entry, error) {
 			e.Version = theirs.Version + 1
 			return e, nil
 		}
-		if !r.usedByUs(i) { // space given away while we held nothing in it
+		if !r.usedByUs(i) || r.yield { // given away while we held nothing there, or taken over
 			return copyEntry(theirs), nil
 		}
 		return nil, fmt.Errorf("merge token %s from %s (v%d > v%d): %w", mine.Token, other.Peer, theirs.Version, mine.Version, ErrNewerVersion)

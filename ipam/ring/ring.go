@@ -57,7 +57,16 @@ type Ring struct {
 	// acknowledged; they yield to any competing claim that ranks higher.
 	// Unexported: never gossiped or persisted by gob.
 	tentative map[address.Address]bool
+	// yield lets Merge accept a newer version of a token we own and use
+	// that names another owner (our space was taken over while we were
+	// cut off) instead of refusing the whole update; the caller then
+	// claims its held addresses back. Unexported like tentative.
+	yield bool
 }
+
+// SetYield makes Merge accept takeovers of tokens we still use (see
+// Ring.yield); without it Merge refuses them as Weave 2.8.1 does.
+func (r *Ring) SetYield(y bool) { r.yield = y }
 
 // SetTentative sets the tokens Merge may yield to a competing takeover.
 func (r *Ring) SetTentative(tokens map[address.Address]bool) { r.tentative = tokens }

@@ -6,8 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/seedf75a49c6/weave/internal/iptables"
@@ -49,9 +52,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		_, err := fmt.Fprintf(stdout, "weave router %s\n", version.Version)
 		return err
 	case actionPrintPeerName:
+		_, statErr := os.Stat(filepath.Join(cfg.DataDir, ourmesh.PeerNameFile))
 		name, err := ourmesh.LoadOrCreatePeerName(cfg.DataDir, cfg.Name)
 		if err != nil {
 			return fmt.Errorf("load peer name: %w", err)
+		}
+		if errors.Is(statErr, fs.ErrNotExist) { // we created it: not an earlier launch's
+			if err := daemon.NotePrintedPeerName(cfg.DataDir); err != nil {
+				return fmt.Errorf("note the printed peer name: %w", err)
+			}
 		}
 		_, err = fmt.Fprintln(stdout, name.String())
 		return err

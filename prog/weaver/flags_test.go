@@ -6,7 +6,10 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"io/fs"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -192,5 +195,32 @@ func TestParseFlagsExpectNPC(t *testing.T) {
 		if err != nil || cfg.ExpectNPC != tc.want {
 			t.Errorf("parseFlags(%q): ExpectNPC=%v err=%v, want %v", tc.args, cfg.ExpectNPC, err, tc.want)
 		}
+	}
+}
+
+// TestPrintPeerNameMarksOnlyWhatItCreated: --print-peer-name notes that it
+// created the peer name file (so the first launch does not take it for an
+// earlier one), and notes nothing when the file was already there.
+func TestPrintPeerNameMarksOnlyWhatItCreated(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "peername.printed")
+	var first, second bytes.Buffer
+	if err := run(context.Background(), []string{"--print-peer-name", "--data-dir=" + dir}, &first, io.Discard, env(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("no marker after creating the name: %v", err)
+	}
+	if err := os.Remove(marker); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(context.Background(), []string{"--print-peer-name", "--data-dir=" + dir}, &second, io.Discard, env(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if first.String() != second.String() || len(first.String()) != len("aa:bb:cc:dd:ee:ff\n") {
+		t.Fatalf("printed %q then %q, want the same name twice", first.String(), second.String())
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("marker written for a name file that already existed (%v)", err)
 	}
 }

@@ -247,7 +247,7 @@ func (ic *ipamCluster) awaitRingsAgree(t *testing.T) {
 	t.Helper()
 	netnstest.WaitFor(t, 60*time.Second, "IPAM rings agree after the heal", func() error {
 		var first string
-		for i := 1; i <= 5; i++ {
+		for i := 1; i <= ic.hosts; i++ {
 			out := ic.weave(i, "status", "ipam")
 			parsed := parseIPAMStatus(out)
 			for _, s := range parsed {

@@ -122,6 +122,8 @@ func (d *daemon) ipamConfig(b *backend) (ipam.Config, error) {
 		Universe: universe, DefaultSubnet: subnet, Init: init,
 		InitialPeerCount: func() int { return initial },
 		IsKnownPeer:      func(p wmesh.PeerName) bool { return peers.Fetch(p) != nil },
+		PeerGone:         b.peerGone,
+		PeerDropping:     b.peerDropping,
 		ConsensusTimeout: c.IPAllocConsensusTimeout,
 		Logger:           d.log,
 	}, nil
@@ -249,6 +251,7 @@ func addIPAM(rep *httpapi.Report, alloc *ipam.Allocator) {
 	m := &httpapi.IPAMMetrics{
 		LocalUsed: st.ActiveIPs, MaxIPs: st.RangeNumIPs,
 		PendingAllocates: len(st.PendingAllocates), PendingClaims: len(st.PendingClaims),
+		Conflicts: len(st.Conflicts), ConflictsSeen: st.ConflictsSeen,
 	}
 	unreachable := map[string]bool{}
 	var lost uint64

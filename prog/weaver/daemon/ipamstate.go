@@ -25,9 +25,30 @@ type priorState struct {
 
 func capturePriorState(cfg Config) priorState {
 	return priorState{
-		peerName: fileExists(filepath.Join(cfg.DataDir, ourmesh.PeerNameFile)),
-		db:       nonEmptyFile(filepath.Join(cfg.DataDir, IPAMDBFile)),
+		// A name file only `weaver --print-peer-name` wrote (weave-kube
+		// runs it before the first launch) is no sign of an earlier launch.
+		peerName: fileExists(filepath.Join(cfg.DataDir, ourmesh.PeerNameFile)) &&
+			!fileExists(filepath.Join(cfg.DataDir, printedMarker)),
+		db: nonEmptyFile(filepath.Join(cfg.DataDir, IPAMDBFile)),
 	}
+}
+
+// printedMarker, in the data dir, says the peer name file was created by
+// --print-peer-name and no launch has used it yet; a launch removes it.
+const printedMarker = "peername.printed"
+
+// NotePrintedPeerName records that --print-peer-name created the peer
+// name file of dataDir.
+func NotePrintedPeerName(dataDir string) error {
+	return os.WriteFile(filepath.Join(dataDir, printedMarker), nil, 0o644)
+}
+
+// consumePrintedMarker removes the marker once a launch has read it.
+func consumePrintedMarker(dataDir string) error {
+	if err := os.Remove(filepath.Join(dataDir, printedMarker)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", printedMarker, err)
+	}
+	return nil
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

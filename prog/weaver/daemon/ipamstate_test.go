@@ -134,3 +134,32 @@ func TestEmptyPasswordIsWarnedOnce(t *testing.T) {
 		t.Fatalf("warned without --password '': %s", logs.String())
 	}
 }
+
+// TestPrintedPeerNameIsNoEarlierLaunch: weave-kube runs `weaver
+// --print-peer-name` before the first launch; the name file it leaves
+// must not read as "from an earlier launch" (a false ERROR on every fresh
+// node). Once a launch has consumed the marker, a missing database after
+// that is lost state again.
+func TestPrintedPeerNameIsNoEarlierLaunch(t *testing.T) {
+	d, logs := lostRingDaemon(t, "")
+	if err := os.WriteFile(filepath.Join(d.cfg.DataDir, ourmesh.PeerNameFile), []byte("aa:00:00:00:00:08\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := NotePrintedPeerName(d.cfg.DataDir); err != nil {
+		t.Fatal(err)
+	}
+	var cfg ipam.Config
+	d.guardLostRing(&cfg, capturePriorState(d.cfg))
+	if cfg.Init.Mode != ipam.InitConsensus || strings.Contains(logs.String(), "level=ERROR") {
+		t.Fatalf("first launch after --print-peer-name: init %+v, log:\n%s", cfg.Init, logs.String())
+	}
+	if err := consumePrintedMarker(d.cfg.DataDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := consumePrintedMarker(d.cfg.DataDir); err != nil {
+		t.Fatalf("consuming an absent marker: %v", err)
+	}
+	if why := d.lostRingReason(capturePriorState(d.cfg)); !strings.Contains(why, "earlier launch") {
+		t.Fatalf("after a launch consumed the marker, a missing database gives reason %q", why)
+	}
+}

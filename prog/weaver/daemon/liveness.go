@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -116,9 +117,55 @@ func (b *backend) livenessChanged(c liveness.Change) {
 	switch c.To {
 	case liveness.Dead:
 		b.net.SetPeerDead(name, true)
+		// One notion of dead: mesh drops the connection now instead of at
+		// its 60 s heartbeat timeout, so routes, MAC entries, the overlay's
+		// link and `weave status connections` follow within a gossip round,
+		// mesh garbage-collects the peer once nobody reaches it, and the
+		// connection maker redials an outbound target with its backoff.
+		if b.mesh.Ourself.ShutdownConnectionTo(name, errDeclaredDead) {
+			b.log.Info("closed the mesh connection to a peer declared dead", "peer", c.Peer)
+		}
 	case liveness.Alive:
 		b.net.SetPeerDead(name, false)
 	}
+}
+
+// errDeclaredDead is the reason a connection to a dead peer was closed
+// (the target's last error in `weave status connections`).
+var errDeclaredDead = errors.New("peer declared dead by liveness")
+
+// livenessState is peer's state in the failure detector (Unknown with
+// --no-liveness).
+func (b *backend) livenessState(peer wmesh.PeerName) liveness.State {
+	det := b.live.Load()
+	if det == nil {
+		return liveness.Unknown
+	}
+	return det.Get(peer.String()).State
+}
+
+// meshReaches reports whether we have a connection or a unicast route to
+// peer.
+func (b *backend) meshReaches(peer wmesh.PeerName) bool {
+	if _, ok := b.mesh.Ourself.ConnectionTo(peer); ok {
+		return true
+	}
+	_, ok := b.mesh.Routes.Unicast(peer)
+	return ok
+}
+
+// peerGone and peerDropping are ipam.Config's PeerGone and PeerDropping:
+// rmpeer accepts a peer held dead that mesh no longer reaches, and tells a
+// caller to retry soon when the peer is suspect, held dead or unreachable
+// but mesh still lists it (decided, and the connection closed, within a
+// second or two).
+func (b *backend) peerGone(peer wmesh.PeerName) bool {
+	return b.livenessState(peer) == liveness.Dead && !b.meshReaches(peer)
+}
+
+func (b *backend) peerDropping(peer wmesh.PeerName) bool {
+	s := b.livenessState(peer)
+	return s == liveness.Dead || s == liveness.Suspect || !b.meshReaches(peer)
 }
 
 // addLiveness fills the report's liveness states and transition counts.

@@ -107,6 +107,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if err != nil {
 		return fmt.Errorf("load peer name from %s: %w", cfg.DataDir, err)
 	}
+	if err := consumePrintedMarker(cfg.DataDir); err != nil {
+		return err
+	}
 	log.Info("weaver starting", "version", version.Version, "peer", name.String(), "nickname", cfg.NickName)
 	if err := d.setupHost(ctx, name); err != nil {
 		return err

@@ -28,7 +28,9 @@ var (
 		"Percentage of IP addresses owned  by unreachable peers.", nil, nil)
 	descPendingAllocates = prometheus.NewDesc("weave_ipam_pending_allocates", "Number of pending allocates.", nil, nil)
 	descPendingClaims    = prometheus.NewDesc("weave_ipam_pending_claims", "Number of pending claims.", nil, nil)
-	// Ours (liveness detector), not in 2.8.1.
+	// Ours, not in 2.8.1: heal conflicts (ipam/heal.go), the liveness detector.
+	descConflicts = prometheus.NewDesc("weave_ipam_conflicts",
+		"Addresses held here that the peer which took over our space while we were cut off gave out too.", nil, nil)
 	descLiveness = prometheus.NewDesc("weave_liveness_transitions_total",
 		"Number of times a peer entered a liveness state.", []string{"state"}, nil)
 	// Ours (status page, issue 24): per-link traffic and fallbacks.
@@ -63,7 +65,7 @@ type reportCollector func() Report
 // Describe implements prometheus.Collector.
 func (reportCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descConnections, descTerminations, descIPs, descMaxIPs, descDNSEntries,
-		descFlows, descUnreachCount, descUnreachPct, descPendingAllocates, descPendingClaims, descLiveness,
+		descFlows, descUnreachCount, descUnreachPct, descPendingAllocates, descPendingClaims, descConflicts, descLiveness,
 		descLinkFrames, descLinkBytes, descLinkRTT, descFallbacks} {
 		ch <- d
 	}
@@ -90,6 +92,9 @@ func (c reportCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- gauge(descUnreachPct, m.UnreachablePercent)
 		ch <- gauge(descPendingAllocates, float64(m.PendingAllocates))
 		ch <- gauge(descPendingClaims, float64(m.PendingClaims))
+		if m.ConflictsSeen > 0 { // absent until a heal conflicted, as 2.8.1 has no such family
+			ch <- gauge(descConflicts, float64(m.Conflicts))
+		}
 	}
 	for st, n := range rep.LivenessTransitions {
 		ch <- prometheus.MustNewConstMetric(descLiveness, prometheus.CounterValue, float64(n), st)

@@ -147,4 +147,15 @@ func TestMetricsSubsystemsAndTypes(t *testing.T) {
 	if got := samples(fams["weave_dns_entries"]); !slices.Equal(got, []string{"{} 4"}) {
 		t.Errorf("weave_dns_entries: %v", got)
 	}
+	// weave_ipam_conflicts: absent until a heal conflicted, then the count
+	// held now (back to 0 once resolved).
+	a.be.rep.IPAMMetrics = &IPAMMetrics{MaxIPs: 256}
+	if _, _, body = a.do("GET", "/metrics", ""); parseMetrics(t, "/metrics", body)["weave_ipam_conflicts"] != nil {
+		t.Error("weave_ipam_conflicts present before any conflict")
+	}
+	a.be.rep.IPAMMetrics = &IPAMMetrics{MaxIPs: 256, Conflicts: 2, ConflictsSeen: 3}
+	_, _, body = a.do("GET", "/metrics", "")
+	if got := samples(parseMetrics(t, "/metrics", body)["weave_ipam_conflicts"]); !slices.Equal(got, []string{"{} 2"}) {
+		t.Errorf("weave_ipam_conflicts: %v", got)
+	}
 }

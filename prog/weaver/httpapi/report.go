@@ -51,6 +51,8 @@ type IPAMMetrics struct {
 	PendingClaims      int     // weave_ipam_pending_claims
 	UnreachableCount   int     // weave_ipam_unreachable_count
 	UnreachablePercent float64 // weave_ipam_unreachable_percentage
+	Conflicts          int     // weave_ipam_conflicts (ours): addresses held twice after a heal
+	ConflictsSeen      uint64  // conflicts since the start; the gauge is written once there was one
 }
 
 // VersionCheck is always disabled: weaver never phones home.
