@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strings"
 
 	wmesh "github.com/weaveworks/mesh"
 
+	"github.com/seedf75a49c6/weave/internal/netdev"
 	"github.com/seedf75a49c6/weave/ipam"
 	ourmesh "github.com/seedf75a49c6/weave/mesh"
 )
@@ -118,4 +120,24 @@ func chooseIPAMStore(cfg Config, name wmesh.PeerName, log *slog.Logger) (ipamSto
 		"path", legacy, "peer", name.String(), "ring-entries", s.Entries, "owned-ranges", fmt.Sprint(ranges),
 		"containers", s.Containers, "addresses", fmt.Sprint(addrs))
 	return ipamStore{path: legacy, adopted: p}, nil
+}
+
+// adoptWeave281Host removes Weave Net 2.8.1's leftovers our router does not
+// use (its NetworkPolicy hooks and chains, its mangle canary, its VXLAN
+// vport), after our own rules are in so that established traffic is never
+// dropped. A host that never ran 2.8.1 has none of them: nothing is logged.
+func (d *daemon) adoptWeave281Host() {
+	removed, err := d.firewall.AdoptWeave281Host()
+	if len(removed) > 0 {
+		d.log.Info("took over the host from Weave Net 2.8.1: our rules are in, removed what it left that we do not use",
+			"removed", strings.Join(removed, "; "))
+	}
+	if err != nil {
+		d.log.Warn("remove Weave Net 2.8.1's leftover rules", "err", err)
+	}
+	if netdev.Weave281DatapathPresent() {
+		d.log.Warn("Weave Net 2.8.1's fast-path datapath is still there (an openvswitch device rtnetlink cannot delete); "+
+			"it carries no traffic of ours: remove it with 2.8.1's `weave reset` tooling or reboot",
+			"device", netdev.Weave281Datapath)
+	}
 }

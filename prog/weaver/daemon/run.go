@@ -186,7 +186,11 @@ func (d *daemon) setupHost(ctx context.Context, name wmesh.PeerName) error {
 		return fmt.Errorf("set up iptables for %s: %w", d.cfg.Bridge, err)
 	}
 	d.spawn(func() { d.firewall.Monitor(ctx, iptablesCheckInterval, d.log) })
-	return d.setupNPCGuard()
+	if err := d.setupNPCGuard(); err != nil {
+		return err
+	}
+	d.adoptWeave281Host()
+	return nil
 }
 
 // setupNPCGuard closes the bridge to connections weave-npc has not allowed
