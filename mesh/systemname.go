@@ -66,14 +66,16 @@ func PeerNameFromSystemIDs(ids []byte) wmesh.PeerName {
 }
 
 // readFirst reads the first of names (relative to root) that exists; an
-// absent file is skipped, any other read error is returned.
+// absent file is skipped, and so is a directory in its place (what a
+// Kubernetes hostPath mount of a missing file leaves); any other read
+// error is returned.
 func readFirst(root string, names []string) ([]byte, string, error) {
 	for _, n := range names {
 		p := filepath.Join(root, n)
-		b, err := os.ReadFile(p)
-		if errors.Is(err, fs.ErrNotExist) {
+		if st, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) || (err == nil && st.IsDir()) {
 			continue
 		}
+		b, err := os.ReadFile(p)
 		if err != nil {
 			return nil, "", fmt.Errorf("read system id %s: %w", p, err)
 		}

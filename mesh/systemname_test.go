@@ -62,7 +62,12 @@ func TestSystemPeerNameVectors(t *testing.T) {
 }
 
 func TestSystemPeerNameNoIDs(t *testing.T) {
-	_, _, err := SystemPeerName(t.TempDir())
+	root := t.TempDir()
+	// A hostPath mount of a missing /etc/machine-id is an empty directory.
+	if err := os.MkdirAll(filepath.Join(root, "etc", "machine-id"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := SystemPeerName(root)
 	if !errors.Is(err, ErrNoSystemID) {
 		t.Fatalf("want ErrNoSystemID, got %v", err)
 	}
