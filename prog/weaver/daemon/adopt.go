@@ -12,6 +12,7 @@ import (
 
 	"github.com/seedf75a49c6/weave/internal/netdev"
 	"github.com/seedf75a49c6/weave/ipam"
+	"github.com/seedf75a49c6/weave/ipam/address"
 	ourmesh "github.com/seedf75a49c6/weave/mesh"
 )
 
@@ -106,6 +107,13 @@ func chooseIPAMStore(cfg Config, name wmesh.PeerName, log *slog.Logger) (ipamSto
 		log.Warn("not adopting Weave Net 2.8.1's data file: it belongs to another peer name (pass --name to run as that peer)",
 			"path", legacy, "file-peer", p.PeerName.String(), "peer", name.String())
 		return ours, nil
+	}
+	if cfg.IPAMEnabled() && p.Ring != nil {
+		if u, err := address.ParseCIDR(cfg.IPAllocRange); err == nil && u.Range() != p.Ring.Range() {
+			return ipamStore{}, fmt.Errorf("Weave Net 2.8.1's data file %s holds a ring over %s but --ipalloc-range is %s: "+
+				"adopting it would discard its ring and addresses; launch with the range 2.8.1 had, or move the file aside",
+				legacy, p.Ring.Range(), cfg.IPAllocRange)
+		}
 	}
 	s := p.Summarize()
 	ranges := make([]string, len(s.Owned))

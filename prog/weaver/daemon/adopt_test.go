@@ -140,3 +140,16 @@ func TestDBPrefixLocatesWeave281File(t *testing.T) {
 		t.Fatalf("peer name %v, %v", name, err)
 	}
 }
+
+func TestWeave281FileWithAnotherRangeRefused(t *testing.T) {
+	cfg := adoptConfig(t, true)
+	cfg.IPAllocRange = "10.48.0.0/12"
+	name, err := ResolvePeerName(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = chooseIPAMStore(cfg, name, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "10.32.0.0-10.48.0.0") || !strings.Contains(err.Error(), "weave-netdata.db") {
+		t.Fatalf("want an error naming the file and both ranges, got %v", err)
+	}
+}
