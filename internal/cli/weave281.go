@@ -28,16 +28,11 @@ func (c *cmd) weave281DBFlags(ctx context.Context, l launchArgs) []string {
 	if st, err := os.Stat(filepath.Join(c.DataDir, "weavedata.db")); err == nil && st.Size() > 0 {
 		return nil
 	}
-	if _, err := os.Stat(c.DockerSocket); err != nil {
+	api, ctx, done, ok := c.localDocker(ctx, dockerPing)
+	if !ok {
 		return nil
 	}
-	api, err := dockerClient(c.dockerHost())
-	if err != nil {
-		return nil
-	}
-	defer api.Close()
-	ctx, cancel := context.WithTimeout(ctx, dockerPing)
-	defer cancel()
+	defer done()
 	res, err := api.ContainerInspect(ctx, weave281DBContainer, client.ContainerInspectOptions{})
 	if err != nil {
 		return nil
