@@ -5,6 +5,7 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -67,7 +68,8 @@ type BoltStore struct{ db *bolt.DB }
 // OpenBoltStore opens (creating if absent) the database at path. An
 // unreadable or incompatible file is an error wrapping ErrCorrupt.
 func OpenBoltStore(path string) (s *BoltStore, err error) {
-	defer func() { // bbolt panics on some corruptions
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see ReadWeaveDataFile
+	defer func() {                                           // bbolt panics on some corruptions
 		if r := recover(); r != nil {
 			s, err = nil, fmt.Errorf("open IPAM database %s: %w: %v", path, ErrCorrupt, r)
 		}
@@ -105,6 +107,7 @@ func (s *BoltStore) Close() error { return s.db.Close() }
 
 // Load reads the persisted state.
 func (s *BoltStore) Load() (p *Persisted, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see ReadWeaveDataFile
 	defer func() {
 		if r := recover(); r != nil {
 			p, err = nil, fmt.Errorf("load IPAM state: %w: %v", ErrCorrupt, r)

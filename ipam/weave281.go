@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -25,7 +26,11 @@ func ReadWeaveDataFile(path string) (p *Persisted, err error) {
 	fail := func(e error) error {
 		return fmt.Errorf("Weave Net data file %s: %w: %w (move it aside to start without it)", path, ErrCorrupt, e)
 	}
-	defer func() { // bbolt panics on some corruptions
+	// bbolt panics on some corruptions and, reading the mapped file
+	// through damaged offsets, faults on others: make the faults panics
+	// (this goroutine runs the whole read) and turn both into errors.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
 		if r := recover(); r != nil {
 			p, err = nil, fail(fmt.Errorf("%v", r))
 		}
@@ -55,7 +60,11 @@ func ReadWeaveDataFile(path string) (p *Persisted, err error) {
 		}
 		v := b.Get(keyVersion)
 		if len(v) != 2 || v[0] != currentVersion[0] {
-			return fmt.Errorf("%w: unknown version %v (this router reads version 1.x)", ErrNotWeaveData, v)
+			shown := fmt.Sprint(v[:min(len(v), 4)])
+			if len(v) > 4 {
+				shown = fmt.Sprintf("of %d bytes", len(v))
+			}
+			return fmt.Errorf("%w: unknown version %s (this router reads version 1.x)", ErrNotWeaveData, shown)
 		}
 		if p, err = loadBucket(b); err != nil {
 			return err

@@ -340,3 +340,43 @@ func TestWeaveDataFileRoundTrip281(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzWeaveDataFile: any bytes where 2.8.1's data file should be are either
+// refused with an error naming the file or read whole into a state whose
+// ring holds its invariants; never a panic or a hang.
+func FuzzWeaveDataFile(f *testing.F) {
+	seed, err := os.ReadFile(filepath.Join("testdata", "weave-2.8.1", "node1", "weave-netdata.db"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed, 0, byte(0))
+	f.Add(seed, 3*4096+100, byte(0x55))
+	f.Add(seed, 4*4096+20, byte(0xff))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, base []byte, off int, x byte) {
+		data := slices.Clone(seed)
+		if len(base) > 0 && len(base) < len(data) && off >= 0 {
+			// Overwrite a stretch of the real file (a damaged page), keeping
+			// its size: corruption that truncation checks cannot see.
+			at := off % len(data)
+			copy(data[at:], base)
+			data[at] ^= x
+		}
+		path := filepath.Join(dir, "weave-netdata.db")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p, err := ReadWeaveDataFile(path)
+		if err != nil {
+			if !strings.Contains(err.Error(), path) {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if p.Ring != nil {
+			if err := p.Ring.CheckInvariants(); err != nil {
+				t.Fatalf("accepted a ring that breaks its invariants: %v", err)
+			}
+		}
+	})
+}
