@@ -152,15 +152,16 @@ func TestUpgradeFrom281InPlace(t *testing.T) {
 	if out, err := netnstest.Output(ic.host(2).NS, append([]string{"iptables", "-D"}, allow...)...); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	launch := func(i int, extra ...string) string {
+	launch := func(i int, peers ...string) string {
 		t.Helper()
-		args := append([]string{"--nickname", nodes281[i-1].nick, "--ipalloc-range", "10.32.0.0/12"}, extra...)
+		args := []string{"--nickname", nodes281[i-1].nick, "--ipalloc-range", "10.32.0.0/12"}
 		if i == 1 {
 			args = append(args, "--no-fastdp") // 2.8.1's bridge type "bridge": sleeve only
 		}
 		if i == 2 {
-			args = append(args, ic.host(1).IP)
+			peers = append(peers, ic.host(1).IP)
 		}
+		args = append(args, peers...)
 		name, err := tp.StartRouter(ic.host(i), args...)
 		if err != nil {
 			log, _ := os.ReadFile(filepath.Join(ic.host(i).RunDir, "weaver.log"))
@@ -248,7 +249,8 @@ func TestUpgradeFrom281InPlace(t *testing.T) {
 	}
 
 	// The switch cross-host: restart h1's router (the pod's restart) with
-	// a ping running from h2's container to h1's.
+	// a ping running from h2's container to h1's. Like weave-kube, the
+	// relaunched router dials its peers itself.
 	flood := pingFlood(tp, conts[1]["c2c"], "10.32.0.1", 3000)
 	netnstest.WaitFor(t, 10*time.Second, "the cross-host flood to flow", func() error {
 		if netnstest.SNMPCounter(t, conts[1]["c2c"], "Icmp", "InEchoReps") < 50 {
@@ -258,7 +260,7 @@ func TestUpgradeFrom281InPlace(t *testing.T) {
 	})
 	ic.weave(1, "stop")
 	start := time.Now()
-	launch(1)
+	launch(1, ic.host(2).IP)
 	relaunch := time.Since(start)
 	sent, n := lost(t, flood, "cross-host")
 	t.Logf("router switch on h1 (weave stop; weave launch: %v): %d of %d echo requests lost from h2 to h1 (10 ms apart: ~%d ms without traffic)",
