@@ -37,6 +37,7 @@ func newHost281(t *testing.T, bridgeType string) *host281 {
 	t.Helper()
 	h := &host281{bridge: netns.RandomName("wb")}
 	_, h.ns = netnstest.NewNS(t)
+	netnstest.RequireBrNetfilter(t)
 	mustRun(t, h.ns, "ip", "link", "add", h.bridge, "address", "aa:00:00:00:28:01", "type", "bridge")
 	mustRun(t, h.ns, "ip", "link", "set", h.bridge, "mtu", "65535", "up")
 	peer := "vethwe-pcap"

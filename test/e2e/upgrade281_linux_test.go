@@ -39,6 +39,7 @@ var nodes281 = []node281{
 // their addresses, its iptables rules. It returns the container namespaces.
 func build281Host(t *testing.T, h *netnstest.Host, n node281) map[string]string {
 	t.Helper()
+	netnstest.RequireBrNetfilter(t)
 	data, err := os.ReadFile(filepath.Join("testdata", "weave-2.8.1", n.file))
 	if err != nil {
 		t.Fatal(err)
