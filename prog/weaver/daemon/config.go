@@ -35,7 +35,7 @@ const (
 // Config is the weaver daemon configuration. Field comments give the flag
 // and the default that DefaultConfig sets.
 type Config struct {
-	Name               string         // --name: peer name; "" = persisted or random (data dir "peername")
+	Name               string         // --name: peer name; "" = persisted (data dir "peername"), else as 2.8.1 derives it (ResolvePeerName)
 	NickName           string         // --nickname: default the hostname
 	Host               string         // --host: bind address for TCP and UDP; "" = all
 	Port               int            // --port: mesh TCP and sleeve UDP port; default 6783
