@@ -4,9 +4,12 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/seedf75a49c6/weave/internal/netnstest"
 	"github.com/seedf75a49c6/weave/kube"
 )
 
@@ -17,8 +20,10 @@ import (
 // run our weave-kube. Each keeps 2.8.1's peer name, so it is still in
 // kube-peers.weave.works/peers and nothing is reclaimed: both ring shares
 // stay whole, the pods keep their addresses and ping across the Nodes,
-// and a new pod gets an address no old pod has. (A real kubelet's
-// rolling update of the DaemonSet is the cluster harness's to show.)
+// and a new pod gets an address no old pod has. Restarting one node's
+// weave-kube (the rolling update's step) is measured with a ping from a
+// pod on the other node. (A real kubelet's rolling update of the
+// DaemonSet is the cluster harness's to show.)
 func TestKubeUpgradeFrom281KeepsPeersAndAddresses(t *testing.T) {
 	kc := newKubeCluster(t, 2)
 	store := &kube.Store{Client: kc.srv.Admin(t).CoreV1()}
@@ -74,4 +79,28 @@ func TestKubeUpgradeFrom281KeepsPeersAndAddresses(t *testing.T) {
 		}
 	}
 	waitPingIP(t, ns, "new pod on h1 to ping old pod c2c on h2", "10.40.0.100")
+
+	// A node's switch as the DaemonSet's rolling update does it: weave-kube
+	// (and its weaver) stops and a new one starts on the same host state,
+	// with a pod on h2 pinging a pod on h1 every 10 ms throughout.
+	flood := pingFlood(kc.tp, conts[1]["c2a"], "10.32.0.1", 3000)
+	netnstest.WaitFor(t, 10*time.Second, "the flood to flow", func() error {
+		if netnstest.SNMPCounter(t, conts[1]["c2a"], "Icmp", "InEchoReps") < 50 {
+			return fmt.Errorf("fewer than 50 replies")
+		}
+		return nil
+	})
+	kc.stop(1)
+	kc.start(1)
+	sent, n := lost(t, flood, "across weave-kube's restart")
+	t.Logf("weave-kube restart on h1: %d of %d echo requests from a pod on h2 to a pod on h1 lost (10 ms apart: ~%d ms)", n, sent, n*10)
+	if n > 1000 {
+		t.Errorf("lost %d packets (%d s) across the restart", n, n/100)
+	}
+	if got := kc.peerOf("h1"); got != nodes281[0].peer {
+		t.Errorf("after the restart h1 is %s in the peer list", got)
+	}
+	if code, body, err := ic.routerGET(1, "/ip/c1a"); err != nil || body != "10.32.0.1/12" {
+		t.Errorf("after the restart GET /ip/c1a: %d %q %v", code, body, err)
+	}
 }
