@@ -108,7 +108,12 @@ func chooseIPAMStore(cfg Config, name wmesh.PeerName, log *slog.Logger) (ipamSto
 			"path", legacy, "file-peer", p.PeerName.String(), "peer", name.String())
 		return ours, nil
 	}
-	if cfg.IPAMEnabled() && p.Ring != nil {
+	if !cfg.IPAMEnabled() {
+		log.Info("Weave Net 2.8.1's data file: running as its peer; IPAM is off (--ipalloc-range \"\"), so the file is left as it is",
+			"path", legacy, "peer", name.String())
+		return ours, nil
+	}
+	if p.Ring != nil {
 		if u, err := address.ParseCIDR(cfg.IPAllocRange); err == nil && u.Range() != p.Ring.Range() {
 			return ipamStore{}, fmt.Errorf("Weave Net 2.8.1's data file %s holds a ring over %s but --ipalloc-range is %s: "+
 				"adopting it would discard its ring and addresses; launch with the range 2.8.1 had, or move the file aside",

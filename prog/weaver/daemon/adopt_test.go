@@ -153,3 +153,17 @@ func TestWeave281FileWithAnotherRangeRefused(t *testing.T) {
 		t.Fatalf("want an error naming the file and both ranges, got %v", err)
 	}
 }
+
+func TestWeave281FileWithIPAMOffGivesOnlyTheName(t *testing.T) {
+	cfg := adoptConfig(t, true)
+	cfg.IPAllocRange = ""
+	name, err := ResolvePeerName(cfg)
+	if err != nil || name.String() != node1Peer {
+		t.Fatalf("%v, %v", name, err)
+	}
+	var logs bytes.Buffer
+	s, err := chooseIPAMStore(cfg, name, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil || s.adopted != nil || !strings.Contains(logs.String(), "IPAM is off") {
+		t.Fatalf("%+v, %v, %s", s, err, logs.String())
+	}
+}
