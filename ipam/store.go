@@ -5,6 +5,7 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -67,7 +68,8 @@ type BoltStore struct{ db *bolt.DB }
 // OpenBoltStore opens (creating if absent) the database at path. An
 // unreadable or incompatible file is an error wrapping ErrCorrupt.
 func OpenBoltStore(path string) (s *BoltStore, err error) {
-	defer func() { // bbolt panics on some corruptions
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see ReadWeaveDataFile
+	defer func() {                                           // bbolt panics on some corruptions
 		if r := recover(); r != nil {
 			s, err = nil, fmt.Errorf("open IPAM database %s: %w: %v", path, ErrCorrupt, r)
 		}
@@ -105,43 +107,54 @@ func (s *BoltStore) Close() error { return s.db.Close() }
 
 // Load reads the persisted state.
 func (s *BoltStore) Load() (p *Persisted, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see ReadWeaveDataFile
 	defer func() {
 		if r := recover(); r != nil {
 			p, err = nil, fmt.Errorf("load IPAM state: %w: %v", ErrCorrupt, r)
 		}
 	}()
 	err = s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketTop)
-		raw := b.Get(keyPeerName)
-		if raw == nil {
-			return nil
-		}
-		p = &Persisted{}
-		if err := gobDecode(raw, &p.PeerName); err != nil {
-			return fmt.Errorf("key peername: %w", err)
-		}
-		if raw := b.Get(keyRing); raw != nil {
-			if err := gobDecode(raw, &p.Ring); err != nil {
-				return fmt.Errorf("key ring: %w", err)
-			}
-			if err := p.Ring.CheckInvariants(); err != nil {
-				return fmt.Errorf("key ring: %w", err)
-			}
-		}
-		if raw := b.Get(keyOwned); raw != nil {
-			if err := gobDecode(raw, &p.Owned); err != nil {
-				return fmt.Errorf("key ownedAddresses: %w", err)
-			}
-		}
-		if raw := b.Get(keyTentative); raw != nil {
-			if err := gobDecode(raw, &p.Tentative); err != nil {
-				return fmt.Errorf("key %s: %w", keyTentative, err)
-			}
-		}
-		return nil
+		p, err = loadBucket(tx.Bucket(bucketTop))
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load IPAM state: %w: %w", ErrCorrupt, err)
+	}
+	return p, nil
+}
+
+// loadBucket decodes the state in Weave's bucket "top"; (nil, nil) when it
+// holds no peer name. Every value is checked by checkGob before gob
+// decodes it, so a damaged count cannot make gob spin or allocate.
+func loadBucket(b *bolt.Bucket) (*Persisted, error) {
+	raw := b.Get(keyPeerName)
+	if raw == nil {
+		return nil, nil
+	}
+	p := &Persisted{}
+	if err := gobDecode(raw, &p.PeerName); err != nil {
+		return nil, fmt.Errorf("key peername: %w", err)
+	}
+	if raw := b.Get(keyRing); raw != nil {
+		if err := gobDecode(raw, &p.Ring); err != nil {
+			return nil, fmt.Errorf("key ring: %w", err)
+		}
+		if p.Ring == nil {
+			return nil, errors.New("key ring: empty value")
+		}
+		if err := p.Ring.CheckInvariants(); err != nil {
+			return nil, fmt.Errorf("key ring: %w", err)
+		}
+	}
+	if raw := b.Get(keyOwned); raw != nil {
+		if err := gobDecode(raw, &p.Owned); err != nil {
+			return nil, fmt.Errorf("key ownedAddresses: %w", err)
+		}
+	}
+	if raw := b.Get(keyTentative); raw != nil {
+		if err := gobDecode(raw, &p.Tentative); err != nil {
+			return nil, fmt.Errorf("key %s: %w", keyTentative, err)
+		}
 	}
 	return p, nil
 }
@@ -177,6 +190,9 @@ func (s *BoltStore) Save(p *Persisted) error {
 }
 
 func gobDecode(raw []byte, v any) error {
+	if err := checkGob(raw); err != nil {
+		return err
+	}
 	return gob.NewDecoder(bytes.NewReader(raw)).Decode(v)
 }
 
@@ -235,7 +251,10 @@ func (a *Allocator) persist() {
 		p.Ring = a.ring
 	}
 	for ident, cs := range a.owned {
-		p.Owned[ident] = OwnedData{IsContainer: true, Cidrs: cs}
+		// IsContainer false: a Weave Net 2.8.1 started on this file (a
+		// rollback) never prunes these at start as "not a running Docker
+		// container", so it cannot hand out an address still in use.
+		p.Owned[ident] = OwnedData{IsContainer: false, Cidrs: cs}
 	}
 	for tok, t := range a.tentative {
 		td := TentativeData{Token: tok, From: t.from, Range: t.rng, Version: t.version}

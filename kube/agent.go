@@ -186,9 +186,11 @@ func randomDelay(max time.Duration) time.Duration {
 	return time.Duration(rand.Int64N(int64(max)))
 }
 
-// dbPath is weaver's IPAM database.
-func (a *Agent) dbPath() string {
-	return filepath.Join(or(a.cfg.Weave.DataDir, "/var/lib/weave"), ipamDBFile)
+// dbPaths are weaver's IPAM database and Weave Net 2.8.1's data file,
+// which weaver adopts in place when its own is absent (weaver --db-prefix).
+func (a *Agent) dbPaths() []string {
+	dir := or(a.cfg.Weave.DataDir, "/var/lib/weave")
+	return []string{filepath.Join(dir, ipamDBFile), or(a.cfg.DBPrefix, filepath.Join(dir, "weave-net")) + "data.db"}
 }
 
 func sortedCopy(s []string) []string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/seedf75a49c6/weave/internal/cli"
@@ -52,12 +53,19 @@ func (a *Agent) start(ctx context.Context) error {
 	return nil
 }
 
-// dropStaleDB deletes weaver's IPAM database when it exists but our peer
-// name is not in the peer list: others have reclaimed our space since (we
-// were deleted as a Node), and starting from the old ring would clash with
-// theirs. 2.8.1's launch did the same.
+// dropStaleDB deletes weaver's IPAM database (and Weave Net 2.8.1's data
+// file, which weaver would adopt in its place) when one exists but our
+// peer name is not in the peer list: others have reclaimed our space
+// since (we were deleted as a Node), and starting from the old ring would
+// clash with theirs. 2.8.1's launch did the same.
 func (a *Agent) dropStaleDB(ctx context.Context) error {
-	if _, err := os.Stat(a.dbPath()); err != nil {
+	var present []string
+	for _, p := range a.dbPaths() {
+		if _, err := os.Stat(p); err == nil {
+			present = append(present, p)
+		}
+	}
+	if len(present) == 0 {
 		return nil
 	}
 	cm, err := a.store.Get(ctx)
@@ -69,9 +77,11 @@ func (a *Agent) dropStaleDB(ctx context.Context) error {
 		return err
 	}
 	a.log.Warn("our peer name is not in the peer list (our space was reclaimed); removing the persisted IPAM data to start afresh",
-		"peer", a.peerName, "db", a.dbPath())
-	if err := os.Remove(a.dbPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove stale IPAM database: %w", err)
+		"peer", a.peerName, "db", strings.Join(present, ", "))
+	for _, p := range present {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove stale IPAM database: %w", err)
+		}
 	}
 	return nil
 }

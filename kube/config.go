@@ -43,6 +43,7 @@ type Config struct {
 	Backend      iptables.Backend // IPTABLES_BACKEND; Default = detect
 	Kubeconfig   string           // KUBECONFIG; "" = in-cluster config
 	ReclaimDelay time.Duration    // WEAVE_KUBE_RECLAIM_DELAY: most random wait before a reclaim
+	DBPrefix     string           // DB_PREFIX: 2.8.1's data file <prefix>data.db (weaver --db-prefix); "" = <data dir>/weave-net
 
 	Weave cli.Config // WEAVE_* settings shared with `weave launch` and `weave setup-cni`
 }
@@ -69,6 +70,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		Backend:      p.backend(),
 		Kubeconfig:   getenv("KUBECONFIG"),
 		ReclaimDelay: p.duration("WEAVE_KUBE_RECLAIM_DELAY", DefaultReclaimDelay),
+		DBPrefix:     strings.TrimSpace(getenv("DB_PREFIX")),
 		Weave:        cli.ConfigFromEnv(getenv),
 	}
 	c.Password = p.password()

@@ -42,6 +42,7 @@ func (c Config) WeaverFlags(peers []string, consensus int) []string {
 	}
 	opt("--metrics-addr", c.MetricsAddr)
 	opt("--status-addr", c.StatusAddr)
+	opt("--db-prefix", c.DBPrefix)
 	if c.ExpectNPC {
 		f = append(f, "--expect-npc")
 	}

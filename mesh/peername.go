@@ -20,10 +20,15 @@ const PeerNameFile = "peername"
 // "peername"), creating a random locally-administered unicast MAC-style
 // name and persisting it when there is none. A non-empty flagName (the
 // --name flag) wins and is persisted. dataDir is created if missing.
-//
-// The name is never derived from the machine id: cloned VMs share it and
-// would collide on the mesh.
 func LoadOrCreatePeerName(dataDir, flagName string) (wmesh.PeerName, error) {
+	return LoadOrDerivePeerName(dataDir, flagName, RandomPeerName)
+}
+
+// LoadOrDerivePeerName is LoadOrCreatePeerName with the name for a data
+// dir without one coming from derive (weaver: an adopted Weave Net 2.8.1
+// data file, the bridge's MAC or the host's IDs, as 2.8.1 derives it,
+// else random); the derived name is persisted.
+func LoadOrDerivePeerName(dataDir, flagName string, derive func() (wmesh.PeerName, error)) (wmesh.PeerName, error) {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return wmesh.UnknownPeerName, fmt.Errorf("create data dir %s: %w", dataDir, err)
 	}
@@ -45,7 +50,7 @@ func LoadOrCreatePeerName(dataDir, flagName string) (wmesh.PeerName, error) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return wmesh.UnknownPeerName, err
 	}
-	name, err = RandomPeerName()
+	name, err = derive()
 	if err != nil {
 		return wmesh.UnknownPeerName, err
 	}

@@ -84,19 +84,28 @@ func (c *cmd) procNetNS(pid int) string {
 	return filepath.Join(c.ProcDir, strconv.Itoa(pid), "ns", "net")
 }
 
-// dockerContainers lists running Docker containers as targets; no engine
-// means none.
-func (c *cmd) dockerContainers(ctx context.Context) []target {
+// localDocker connects to the engine on DockerSocket when the socket
+// exists (ok false otherwise), with ctx bounded by timeout; done releases both.
+func (c *cmd) localDocker(ctx context.Context, timeout time.Duration) (api *client.Client, tctx context.Context, done func(), ok bool) {
 	if _, err := os.Stat(c.DockerSocket); err != nil {
-		return nil
+		return nil, ctx, func() {}, false
 	}
 	api, err := dockerClient(c.dockerHost())
 	if err != nil {
+		return nil, ctx, func() {}, false
+	}
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	return api, tctx, func() { cancel(); _ = api.Close() }, true
+}
+
+// dockerContainers lists running Docker containers as targets; no engine
+// means none.
+func (c *cmd) dockerContainers(ctx context.Context) []target {
+	api, ctx, done, ok := c.localDocker(ctx, dockerTimeout)
+	if !ok {
 		return nil
 	}
-	defer api.Close()
-	ctx, cancel := context.WithTimeout(ctx, dockerTimeout)
-	defer cancel()
+	defer done()
 	list, err := api.ContainerList(ctx, client.ContainerListOptions{})
 	if err != nil {
 		c.Logger.Debug("cannot list Docker containers", "err", err)

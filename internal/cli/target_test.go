@@ -25,6 +25,7 @@ type dockerContainer struct {
 		Hostname   string
 		Domainname string
 	}
+	Mounts []struct{ Source, Destination string }
 }
 
 // fakeDocker serves /_ping, GET /containers/json and

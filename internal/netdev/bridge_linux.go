@@ -61,6 +61,10 @@ func ensureBridgeLink(cfg BridgeConfig) (netlink.Link, error) {
 	link, err := netlink.LinkByName(cfg.Name)
 	if err == nil {
 		if _, ok := link.(*netlink.Bridge); !ok {
+			if link.Type() == "openvswitch" {
+				return nil, fmt.Errorf("ensure bridge %s: it is Weave Net 2.8.1's fast datapath (--no-bridged-fastdp), "+
+					"which this router cannot take over in place: remove it with 2.8.1's `weave reset` (its containers lose their network)", cfg.Name)
+			}
 			return nil, fmt.Errorf("ensure bridge %s: exists as a %s device", cfg.Name, link.Type())
 		}
 		return link, nil

@@ -72,3 +72,9 @@ func NamespaceIfaces(netnsPath, prefix string) ([]Iface, error) { return nil, Er
 
 // HostOverlap returns ErrUnsupported outside Linux.
 func HostOverlap(p netip.Prefix, except string) (string, error) { return "", ErrUnsupported }
+
+// AdoptWeave281Host returns ErrUnsupported outside Linux.
+func (*Firewall) AdoptWeave281Host() ([]string, error) { return nil, ErrUnsupported }
+
+// Weave281DatapathPresent is false outside Linux.
+func Weave281DatapathPresent() bool { return false }

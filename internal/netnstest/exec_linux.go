@@ -71,6 +71,7 @@ func (tp *Topology) WeaveEnv(h *Host) []string {
 		"PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"WEAVE_RUN_DIR="+h.RunDir,
 		"WEAVE_DATA_DIR="+h.DataDir,
+		"WEAVE_HOST_ROOT="+h.HostRoot,
 		"WEAVE_HTTP_ADDR="+tp.cfg.HTTPAddr,
 		"WEAVE_BIN_DIR="+binDir,
 		"CHECKPOINT_DISABLE=1",

@@ -43,3 +43,17 @@ func RequireTools(t testing.TB, tools ...string) {
 		}
 	}
 }
+
+// RequireBrNetfilter loads br_netfilter if its sysctls are missing (bridged
+// frames then pass iptables when a namespace sets bridge-nf-call-iptables),
+// and skips t loudly (fails it under CI) when that is impossible.
+func RequireBrNetfilter(t testing.TB) {
+	t.Helper()
+	const sysctls = "/proc/sys/net/bridge"
+	if _, err := os.Stat(sysctls); err == nil {
+		return
+	}
+	if out, err := exec.Command("modprobe", "br_netfilter").CombinedOutput(); err != nil {
+		SkipOrFail(t, "needs the br_netfilter module (no "+sysctls+"; modprobe: "+string(out)+")")
+	}
+}

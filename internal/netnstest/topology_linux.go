@@ -52,6 +52,10 @@ type Host struct {
 	IP      string // underlay address without prefix length, 192.168.100.N
 	RunDir  string // WEAVE_RUN_DIR
 	DataDir string // WEAVE_DATA_DIR
+	// HostRoot (WEAVE_HOST_ROOT) holds the host's own etc/machine-id
+	// (random): the peer name a router derives without --name differs
+	// from host to host, as on real machines.
+	HostRoot string
 }
 
 // Container is a namespace attached to a host's weave bridge.
@@ -141,10 +145,16 @@ func (tp *Topology) addHost(i int, base string) *Host {
 	h.NS = tp.nsName(h.Name)
 	h.RunDir = filepath.Join(base, h.Name, "run")
 	h.DataDir = filepath.Join(base, h.Name, "data")
-	for _, d := range []string{h.RunDir, h.DataDir} {
+	h.HostRoot = filepath.Join(base, h.Name, "root")
+	for _, d := range []string{h.RunDir, h.DataDir, filepath.Join(h.HostRoot, "etc")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			tp.t.Fatalf("create %s: %v", d, err)
 		}
+	}
+	machineID := make([]byte, 16)
+	_, _ = rand.Read(machineID)
+	if err := os.WriteFile(filepath.Join(h.HostRoot, "etc", "machine-id"), []byte(hex.EncodeToString(machineID)+"\n"), 0o644); err != nil {
+		tp.t.Fatalf("write machine-id of %s: %v", h.Name, err)
 	}
 	tp.addNS(h.NS)
 	ul := fmt.Sprintf("v%s", h.Name) // underlay side, inside the underlay namespace

@@ -102,7 +102,7 @@ func TestManifestDaemonSet(t *testing.T) {
 			paths = append(paths, v.HostPath.Path)
 		}
 	}
-	for _, want := range []string{"/var/lib/weave", "/opt/cni/bin", "/etc/cni/net.d", "/run/xtables.lock", "/lib/modules"} {
+	for _, want := range []string{"/var/lib/weave", "/opt/cni/bin", "/etc/cni/net.d", "/run/xtables.lock", "/lib/modules", "/etc/machine-id", "/var/lib/dbus"} {
 		if !slices.Contains(paths, want) {
 			t.Errorf("no hostPath volume for %s (have %v)", want, paths)
 		}

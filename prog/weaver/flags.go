@@ -53,7 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return err
 	case actionPrintPeerName:
 		_, statErr := os.Stat(filepath.Join(cfg.DataDir, ourmesh.PeerNameFile))
-		name, err := ourmesh.LoadOrCreatePeerName(cfg.DataDir, cfg.Name)
+		name, err := daemon.ResolvePeerName(cfg)
 		if err != nil {
 			return fmt.Errorf("load peer name: %w", err)
 		}
@@ -106,7 +106,7 @@ func flagSet(fs *flag.FlagSet, name string) (set bool) {
 func registerFlags(fs *flag.FlagSet, c *daemon.Config, version, printName *bool) {
 	fs.BoolVar(version, "version", false, "print version and exit")
 	fs.BoolVar(printName, "print-peer-name", false, "print the peer name and exit")
-	fs.StringVar(&c.Name, "name", c.Name, "peer name (MAC address); default: persisted in --data-dir, else random")
+	fs.StringVar(&c.Name, "name", c.Name, "peer name (MAC address); default: persisted in --data-dir, else Weave Net 2.8.1's (its data file, the bridge MAC, machine-id), else random")
 	fs.StringVar(&c.NickName, "nickname", c.NickName, "peer nickname")
 	fs.StringVar(&c.Host, "host", c.Host, "router bind address (TCP and UDP)")
 	fs.IntVar(&c.Port, "port", c.Port, "router port (TCP mesh and UDP sleeve)")
@@ -132,6 +132,8 @@ func registerFlags(fs *flag.FlagSet, c *daemon.Config, version, printName *bool)
 	fs.StringVar(&c.SleeveFraming, "sleeve-framing", "segments", "sleeve framing offered to our own routers for frames over the path MTU: segments (UDP GSO/GRO, falls back to jumbo), jumbo (one IP-fragmented datagram) or weave (path-MTU frames, as Weave 2.8.1)")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "persistent state directory (default $WEAVE_DATA_DIR or /var/lib/weave)")
 	fs.StringVar(&c.RunDir, "run-dir", c.RunDir, "runtime state directory (default $WEAVE_RUN_DIR or /run/weave)")
+	fs.StringVar(&c.DBPrefix, "db-prefix", c.DBPrefix, "Weave Net 2.8.1's data file <prefix>data.db, adopted when --data-dir has no IPAM database (default <data-dir>/weave-net)")
+	fs.StringVar(&c.HostRoot, "host-root", c.HostRoot, "read the host's machine-id and system UUID under this directory for Weave Net 2.8.1's peer name (default $WEAVE_HOST_ROOT or /)")
 	registerCompatFlags(fs, c)
 	registerDNSFlags(fs, c)
 	registerLivenessFlags(fs, c)

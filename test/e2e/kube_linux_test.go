@@ -71,13 +71,25 @@ func (kc *kubeCluster) join(i int) {
 	base := kc.t.TempDir()
 	ch := cniHost{h: h, binDir: filepath.Join(base, "bin"), confDir: filepath.Join(base, "net.d"), dataDir: filepath.Join(base, "cni")}
 	kc.cni[i] = ch
-	bin := filepath.Join(filepath.Dir(build.weave), "bin", "weave-kube")
-	env := append(kc.tp.WeaveEnv(h), "HOSTNAME="+h.Name, "KUBECONFIG="+kc.kubeconfig, "EXPECT_NPC=0",
-		"WEAVE_KUBE_RECLAIM_DELAY=0s", "WEAVE_NO_FASTDP=1", "WEAVE_METRICS_ADDR=127.0.0.1:6782")
-	if out, err := ch.inHost(env, bin, "init", "--cni-bin-dir="+ch.binDir, "--cni-conf-dir="+ch.confDir); err != nil {
+	env := kc.agentEnv(h)
+	if out, err := ch.inHost(env, weaveKubeBin(), "init", "--cni-bin-dir="+ch.binDir, "--cni-conf-dir="+ch.confDir); err != nil {
 		kc.t.Fatalf("weave-kube init on %s: %v\n%s", h.Name, err, out)
 	}
-	kc.procs[i] = kc.tp.Start(h.NS, append(append([]string{"env"}, env...), bin)...)
+	kc.start(i)
+}
+
+func weaveKubeBin() string { return filepath.Join(filepath.Dir(build.weave), "bin", "weave-kube") }
+
+// agentEnv is weave-kube's environment on host h.
+func (kc *kubeCluster) agentEnv(h *netnstest.Host) []string {
+	return append(kc.tp.WeaveEnv(h), "HOSTNAME="+h.Name, "KUBECONFIG="+kc.kubeconfig, "EXPECT_NPC=0",
+		"WEAVE_KUBE_RECLAIM_DELAY=0s", "WEAVE_NO_FASTDP=1", "WEAVE_METRICS_ADDR=127.0.0.1:6782")
+}
+
+// start runs weave-kube (the DaemonSet's container weave) on host i.
+func (kc *kubeCluster) start(i int) {
+	h := kc.tp.Host(i)
+	kc.procs[i] = kc.tp.Start(h.NS, append(append([]string{"env"}, kc.agentEnv(h)...), weaveKubeBin())...)
 }
 
 // stop ends host i's weave-kube (and so its weaver), as when a node dies.

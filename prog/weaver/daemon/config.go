@@ -35,7 +35,7 @@ const (
 // Config is the weaver daemon configuration. Field comments give the flag
 // and the default that DefaultConfig sets.
 type Config struct {
-	Name               string         // --name: peer name; "" = persisted or random (data dir "peername")
+	Name               string         // --name: peer name; "" = persisted (data dir "peername"), else as 2.8.1 derives it (ResolvePeerName)
 	NickName           string         // --nickname: default the hostname
 	Host               string         // --host: bind address for TCP and UDP; "" = all
 	Port               int            // --port: mesh TCP and sleeve UDP port; default 6783
@@ -64,9 +64,12 @@ type Config struct {
 	// BusyPoll (--busy-poll) is how long the capture and sleeve receive
 	// loops poll after a frame that followed a pause (router.Config.BusyPoll);
 	// 0 turns it off.
-	BusyPoll  time.Duration
-	DataDir   string // --data-dir: default $WEAVE_DATA_DIR or /var/lib/weave
-	RunDir    string // --run-dir: default $WEAVE_RUN_DIR or /run/weave
+	BusyPoll time.Duration
+	DataDir  string // --data-dir: default $WEAVE_DATA_DIR or /var/lib/weave
+	RunDir   string // --run-dir: default $WEAVE_RUN_DIR or /run/weave
+	// Upgrading in place from Weave Net 2.8.1 (daemon/adopt.go).
+	DBPrefix  string // --db-prefix: 2.8.1's data file is <prefix>data.db, adopted when ours is absent; default <data-dir>/weave-net
+	HostRoot  string // --host-root: machine-id and system UUID for 2.8.1's peer name are read under it; default $WEAVE_HOST_ROOT or /
 	ExpectNPC bool   // --expect-npc: drop new bridged connections weave-npc did not mark (netdev.EnsureNPCGuard)
 
 	IPAllocRange         string // --ipalloc-range: default 10.32.0.0/12; "" = IPAM off
@@ -129,6 +132,7 @@ func DefaultConfig(getenv func(string) string) Config {
 		LogLevel:           "info",
 		DataDir:            orDefault(getenv("WEAVE_DATA_DIR"), DefaultDataDir),
 		RunDir:             orDefault(getenv("WEAVE_RUN_DIR"), DefaultRunDir),
+		HostRoot:           getenv("WEAVE_HOST_ROOT"),
 		IPAllocRange:       DefaultIPAllocRange,
 		DockerBridge:       orDefault(getenv("DOCKER_BRIDGE"), DefaultDockerBridge),
 		LivenessPort:       liveness.DefaultPort,

@@ -52,7 +52,7 @@ func (d *daemon) startIPAM(b *backend) error {
 	if err := os.MkdirAll(c.DataDir, 0o755); err != nil {
 		return fmt.Errorf("create data dir %s: %w", c.DataDir, err)
 	}
-	path := filepath.Join(c.DataDir, IPAMDBFile)
+	path := d.ipamDB.path
 	store, err := ipam.OpenBoltStore(path)
 	if err != nil {
 		return fmt.Errorf("start IPAM: %w", err)

@@ -37,6 +37,7 @@ type daemon struct {
 	mtu      int              // bridge (and fast path) MTU
 	firewall *netdev.Firewall // the bridge's iptables rules and exposed addresses
 	prior    priorState       // data dir contents before this launch
+	ipamDB   ipamStore        // the IPAM database: ours, or 2.8.1's adopted
 }
 
 func (d *daemon) onStop(f func()) { d.cleanups = append(d.cleanups, f) }
@@ -103,13 +104,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if err := checkPeerNameKept(cfg, d.prior); err != nil {
 		return err
 	}
-	name, err := ourmesh.LoadOrCreatePeerName(cfg.DataDir, cfg.Name)
+	name, err := ResolvePeerName(cfg)
 	if err != nil {
 		return fmt.Errorf("load peer name from %s: %w", cfg.DataDir, err)
 	}
 	if err := consumePrintedMarker(cfg.DataDir); err != nil {
 		return err
 	}
+	if d.ipamDB, err = chooseIPAMStore(cfg, name, log); err != nil {
+		return err
+	}
+	d.prior.db = d.prior.db || d.ipamDB.adopted != nil
 	log.Info("weaver starting", "version", version.Version, "peer", name.String(), "nickname", cfg.NickName)
 	if err := d.setupHost(ctx, name); err != nil {
 		return err
@@ -187,7 +192,11 @@ func (d *daemon) setupHost(ctx context.Context, name wmesh.PeerName) error {
 		return fmt.Errorf("set up iptables for %s: %w", d.cfg.Bridge, err)
 	}
 	d.spawn(func() { d.firewall.Monitor(ctx, iptablesCheckInterval, d.log) })
-	return d.setupNPCGuard()
+	if err := d.setupNPCGuard(); err != nil {
+		return err
+	}
+	d.adoptWeave281Host()
+	return nil
 }
 
 // setupNPCGuard closes the bridge to connections weave-npc has not allowed
