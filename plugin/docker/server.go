@@ -50,8 +50,9 @@ func New(cfg Config) (*Plugin, error) {
 	return &Plugin{cfg: cfg, log: cfg.Logger, nets: nets, given: map[netip.Addr]bool{}}, nil
 }
 
-// Start listens on both sockets (replacing stale socket files a killed
-// router left) and serves them in the background.
+// Start listens on both sockets, or NetSocket alone under V2 (replacing
+// stale socket files a killed router left) and serves them in the
+// background.
 func (p *Plugin) Start() error {
 	socks := []struct {
 		path string
@@ -59,6 +60,10 @@ func (p *Plugin) Start() error {
 	}{
 		{p.cfg.NetSocket, p.handler(&netDriver{p: p, name: "weave", scope: network.GlobalScope}, nil)},
 		{p.cfg.MeshSocket, p.handler(&netDriver{p: p, name: MeshDriverName, scope: network.LocalScope}, p.ipamDriver())},
+	}
+	if p.cfg.V2 {
+		socks = socks[:1]
+		socks[0].h = p.handler(&netDriver{p: p, name: "weave", scope: network.GlobalScope}, p.ipamDriver())
 	}
 	for _, s := range socks {
 		l, err := listenUnix(s.path)
