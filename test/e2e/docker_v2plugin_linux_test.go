@@ -1,0 +1,308 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/seedf75a49c6/weave/internal/netnstest"
+)
+
+// v2PluginRange is the IPAM range of the managed plugin's router.
+const v2PluginRange = "10.47.0.0/16"
+
+// v2PluginSwarmArgs turn the plugin's socket into the global-scope
+// network driver with IPAM, for a swarm.
+const v2PluginSwarmArgs = "--plugin-v2 --plugin-socket /run/docker/plugins/weave.sock"
+
+// TestDockerManagedPlugin installs weaver as a Docker v2 managed plugin
+// from a local rootfs directory and config.json (`docker plugin create`,
+// no registry) and enables it: its router runs in the host's network
+// namespace and serves one socket, weave.sock, with the network and IPAM
+// drivers. A network created with it carries containers that ping each
+// other. Then, on a single-node swarm under the same dockerd, a swarm-scoped
+// attachable network of the plugin does the same. Everything is undone at
+// the end: the swarm left, the plugin disabled and removed, the root
+// namespace as it was (checked).
+func TestDockerManagedPlugin(t *testing.T) {
+	requireDocker(t)
+	before := rootSnapshot(t)
+	t.Cleanup(func() { checkRestored(t, before) }) // last: after the dockerHost's cleanup
+	d := newDockerHost(t)
+	plugin := "weave-e2e-plugin:" + d.tag
+	api := freeLoopbackAddr(t) // the plugin's router shares the host's network namespace
+	dir := d.pluginDir(api)
+	swarmed := false
+	t.Cleanup(func() { d.removeManaged(plugin, before, swarmed) })
+	mustDocker(t, "plugin", "create", plugin, dir)
+	mustDocker(t, "plugin", "enable", plugin)
+	if out := mustDocker(t, "plugin", "inspect", "-f", "{{.Enabled}}", plugin); out != "true" {
+		t.Fatalf("plugin %s enabled = %q", plugin, out)
+	}
+
+	local := d.tag + "-v2"
+	mustDocker(t, "network", "create", "--driver", plugin, "--ipam-driver", plugin, "--label", d.label, local)
+	d.removeReleases(api, d.pingPair(local, "l"))
+	mustDocker(t, "network", "rm", local)
+	mustDocker(t, "plugin", "disable", plugin)
+	mustDocker(t, "plugin", "set", plugin, "args="+v2PluginSwarmArgs)
+	mustDocker(t, "plugin", "enable", plugin)
+
+	if state := mustDocker(t, "info", "-f", "{{.Swarm.LocalNodeState}}"); state != "inactive" {
+		t.Fatalf("this dockerd is already in a swarm (%s); not touching it", state)
+	}
+	swarmed = true
+	mustDocker(t, "swarm", "init", "--advertise-addr", rootIP)
+	swarm := d.tag + "-sw"
+	mustDocker(t, "network", "create", "--attachable", "--driver", plugin, "--ipam-driver", plugin,
+		"--label", d.label, swarm)
+	d.removeReleases(api, d.pingPair(swarm, "s"))
+}
+
+// removeReleases removes the containers; the plugin's IPAM (GET /ip of
+// its router) must then hold none of their addresses.
+func (d *dockerHost) removeReleases(api string, cs []dockerCtr) {
+	d.t.Helper()
+	for _, c := range cs {
+		mustDocker(d.t, "rm", "-f", c.name)
+	}
+	netnstest.WaitFor(d.t, dockerWait, "the plugin's IPAM releases the removed containers' addresses", func() error {
+		resp, err := http.Get("http://" + api + "/ip")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			if strings.Contains(string(body), `"`+c.ip+`/`) {
+				return fmt.Errorf("%s of removed %s is still held: %s", c.ip, c.name, body)
+			}
+		}
+		return nil
+	})
+}
+
+// pingPair runs two containers on network and has the first ping the
+// second; both addresses must come from the plugin's IPAM range.
+func (d *dockerHost) pingPair(network, prefix string) []dockerCtr {
+	d.t.Helper()
+	a, b := d.run(prefix+"1", network), d.run(prefix+"2", network)
+	for _, c := range []dockerCtr{a, b} {
+		if !strings.HasPrefix(c.ip, "10.47.") {
+			info, _ := docker(d.t, "network", "inspect", network)
+			d.t.Fatalf("%s on %s got %q, not an address of the plugin's range %s; the network:\n%s", c.name, network, c.ip, v2PluginRange, info)
+		}
+	}
+	d.pingFrom(a, b.ip)
+	d.t.Logf("network %s: %s (%s) pings %s (%s)", network, a.name, a.ip, b.name, b.ip)
+	return []dockerCtr{a, b}
+}
+
+// pluginDir writes the plugin's rootfs (weaver, iptables with its
+// libraries and extensions) and config.json into a temporary directory.
+func (d *dockerHost) pluginDir(httpAddr string) string {
+	t := d.t
+	dir := t.TempDir()
+	rootfs := filepath.Join(dir, "rootfs")
+	for _, sub := range []string{"proc", "sys", "dev", "tmp", "run/docker/plugins", "var/lib/weave", "var/run/weave", "etc"} {
+		if err := os.MkdirAll(filepath.Join(rootfs, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyWithLibs(t, filepath.Join(filepath.Dir(build.weave), "bin", "weaver"), rootfs, "/weaver")
+	xt, err := filepath.EvalSymlinks("/usr/sbin/xtables-nft-multi")
+	if err != nil {
+		t.Fatalf("the plugin needs iptables-nft (xtables-nft-multi): %v", err)
+	}
+	copyWithLibs(t, xt, rootfs, "/usr/sbin/xtables-nft-multi")
+	for _, l := range []string{"iptables", "iptables-save", "iptables-restore", "iptables-nft", "iptables-nft-save", "iptables-nft-restore"} {
+		if err := os.Symlink("xtables-nft-multi", filepath.Join(rootfs, "usr/sbin", l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ext, err := filepath.Glob("/usr/lib/x86_64-linux-gnu/xtables/*.so"); err == nil {
+		for _, e := range ext {
+			copyWithLibs(t, e, rootfs, e)
+		}
+	}
+	// The plugin's one socket, weave.sock, carries the IPAM driver and, by
+	// default, the local-scope network driver (--plugin-mesh-socket; the
+	// global socket is unused); args set to v2PluginSwarmArgs make it the
+	// global-scope one, for a swarm.
+	cfg := map[string]any{
+		"description": "weave (e2e test build)",
+		"entrypoint": []string{"/weaver", "--docker-api", "", "--ipalloc-range", v2PluginRange, "--no-dns", "--no-fastdp", "--http-addr", httpAddr,
+			"--nickname", "v2plugin", "--data-dir", "/var/lib/weave", "--run-dir", "/var/run/weave"},
+		"args": map[string]any{"name": "args", "settable": []string{"value"}, "value": []string{"--plugin",
+			"--plugin-mesh-socket", "/run/docker/plugins/weave.sock", "--plugin-socket", "/run/docker/plugins/weave-global.sock"}},
+		"env":       []map[string]any{{"name": "PATH", "value": "/usr/sbin:/usr/bin:/sbin:/bin"}},
+		"network":   map[string]string{"type": "host"},
+		"interface": map[string]any{"types": []string{"docker.networkdriver/1.0", "docker.ipamdriver/1.0"}, "socket": "weave.sock"},
+		"linux":     map[string]any{"capabilities": []string{"CAP_NET_ADMIN", "CAP_SYS_ADMIN", "CAP_NET_RAW"}},
+	}
+	data, err := json.MarshalIndent(cfg, "", "  ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "config.json"), data, 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+var lddPath = regexp.MustCompile(`(/\S+) \(0x`)
+
+// copyWithLibs copies the binary bin to rootfs+dst and every shared
+// library ldd names to the same path under rootfs.
+func copyWithLibs(t *testing.T, bin, rootfs, dst string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(rootfs, dst)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, bin, filepath.Join(rootfs, dst))
+	out, _ := osexec.Command("ldd", bin).Output() // static binaries: "not a dynamic executable"
+	for _, m := range lddPath.FindAllStringSubmatch(string(out), -1) {
+		lib := m[1]
+		to := filepath.Join(rootfs, lib)
+		if _, err := os.Stat(to); err == nil {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(lib)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		copyFile(t, real, to)
+	}
+}
+
+// rootState is what the managed-plugin test must leave as it found it.
+type rootState struct {
+	networks, plugins, chains []string
+}
+
+func rootSnapshot(t *testing.T) rootState {
+	t.Helper()
+	return rootState{
+		networks: strings.Fields(mustDocker(t, "network", "ls", "--format", "{{.Name}}")),
+		plugins:  strings.Fields(mustDocker(t, "plugin", "ls", "--format", "{{.Name}}")),
+		chains:   iptablesChains(t),
+	}
+}
+
+// iptablesChains lists "table chain" for every chain of iptables-save.
+func iptablesChains(t *testing.T) []string {
+	t.Helper()
+	out, err := osexec.Command("iptables-save").Output()
+	if err != nil {
+		t.Fatalf("iptables-save: %v", err)
+	}
+	var chains []string
+	table := ""
+	for _, l := range strings.Split(string(out), "\n") {
+		switch {
+		case strings.HasPrefix(l, "*"):
+			table = l[1:]
+		case strings.HasPrefix(l, ":"):
+			chains = append(chains, table+" "+strings.Fields(l[1:])[0])
+		}
+	}
+	return chains
+}
+
+// removeManaged undoes the test in dependency order: our containers and
+// networks (dockerd needs the plugin for that), the swarm (and what swarm
+// init made: docker_gwbridge, the DOCKER-INGRESS chain), then the plugin.
+// The dockerHost cleanup after it resets the bridge and rules the plugin's
+// router made, and checks the rest.
+func (d *dockerHost) removeManaged(plugin string, before rootState, swarmed bool) {
+	t := d.t
+	if t.Failed() {
+		if out, err := osexec.Command("sh", "-c", "journalctl -u docker --no-pager -n 40 2>/dev/null").Output(); err == nil {
+			t.Logf("dockerd log (tail):\n%s", out)
+		}
+	}
+	if ids := d.listIDs("ps", "-aq"); len(ids) > 0 {
+		_, _ = docker(t, append([]string{"rm", "-f"}, ids...)...)
+	}
+	if nets := d.listIDs("network", "ls", "-q"); len(nets) > 0 {
+		if out, err := docker(t, append([]string{"network", "rm"}, nets...)...); err != nil {
+			t.Errorf("cleanup: %v %s", err, out)
+		}
+	}
+	if swarmed {
+		if out, err := docker(t, "swarm", "leave", "--force"); err != nil && !strings.Contains(out, "not part of a swarm") {
+			t.Errorf("cleanup: %v %s", err, out)
+		}
+		d.removeSwarmLeftovers(before)
+	}
+	_, _ = docker(t, "plugin", "disable", "-f", plugin)
+	if out, err := docker(t, "plugin", "rm", "-f", plugin); err != nil && !strings.Contains(out, "not found") {
+		t.Errorf("cleanup: %v %s", err, out)
+	}
+}
+
+// removeSwarmLeftovers removes what `docker swarm leave` keeps of `docker
+// swarm init`: the docker_gwbridge network and the DOCKER-INGRESS chain,
+// unless they were there before.
+func (d *dockerHost) removeSwarmLeftovers(before rootState) {
+	t := d.t
+	if !slices.Contains(before.networks, "docker_gwbridge") {
+		err := netnstest.Poll(dockerWait, func() error {
+			if _, err := docker(t, "network", "inspect", "docker_gwbridge"); err != nil {
+				return nil
+			}
+			out, err := docker(t, "network", "rm", "docker_gwbridge")
+			if err != nil {
+				return fmt.Errorf("%v %s", err, out)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("cleanup: remove docker_gwbridge: %v", err)
+		}
+	}
+	if !slices.Contains(before.chains, "filter DOCKER-INGRESS") && slices.Contains(iptablesChains(t), "filter DOCKER-INGRESS") {
+		for _, args := range [][]string{{"-D", "FORWARD", "-j", "DOCKER-INGRESS"}, {"-F", "DOCKER-INGRESS"}, {"-X", "DOCKER-INGRESS"}} {
+			_ = osexec.Command("iptables", append([]string{"-w"}, args...)...).Run()
+		}
+	}
+	if !slices.Contains(before.chains, "nat DOCKER-INGRESS") && slices.Contains(iptablesChains(t), "nat DOCKER-INGRESS") {
+		for _, args := range [][]string{{"-D", "PREROUTING", "-m", "addrtype", "--dst-type", "LOCAL", "-j", "DOCKER-INGRESS"},
+			{"-D", "OUTPUT", "-m", "addrtype", "--dst-type", "LOCAL", "-j", "DOCKER-INGRESS"}, {"-F", "DOCKER-INGRESS"}, {"-X", "DOCKER-INGRESS"}} {
+			_ = osexec.Command("iptables", append([]string{"-w", "-t", "nat"}, args...)...).Run()
+		}
+	}
+}
+
+// checkRestored: the swarm is gone and the networks, plugins and
+// iptables chains are those of before the test.
+func checkRestored(t *testing.T, before rootState) {
+	if state, _ := docker(t, "info", "-f", "{{.Swarm.LocalNodeState}}"); state != "inactive" {
+		t.Errorf("cleanup left this dockerd in a swarm (%s)", state)
+	}
+	after := rootSnapshot(t)
+	for _, c := range []struct {
+		what          string
+		before, after []string
+	}{{"Docker network", before.networks, after.networks}, {"Docker plugin", before.plugins, after.plugins}, {"iptables chain", before.chains, after.chains}} {
+		for _, x := range c.after {
+			if !slices.Contains(c.before, x) {
+				t.Errorf("cleanup left %s %q", c.what, x)
+			}
+		}
+	}
+}
