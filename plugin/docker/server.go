@@ -35,6 +35,10 @@ type Plugin struct {
 
 	mu    sync.Mutex
 	given map[netip.Addr]bool // addresses this instance handed to containers (see ReleaseStale)
+	// holds counts, under V2, the RequestAddress answers for one container
+	// address not yet released: on a swarm the manager allocates it and the
+	// node asks for it again, and each releases it.
+	holds map[netip.Addr]int
 }
 
 // New checks cfg and loads the persisted networks.
@@ -47,7 +51,7 @@ func New(cfg Config) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Plugin{cfg: cfg, log: cfg.Logger, nets: nets, given: map[netip.Addr]bool{}}, nil
+	return &Plugin{cfg: cfg, log: cfg.Logger, nets: nets, given: map[netip.Addr]bool{}, holds: map[netip.Addr]int{}}, nil
 }
 
 // Start listens on both sockets, or NetSocket alone under V2 (replacing

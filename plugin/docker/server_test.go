@@ -150,6 +150,30 @@ func TestV2OneSocket(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("files in the socket dir: %v, want weave.sock alone", entries)
 	}
+	// A swarm's manager allocates, the node asks for the same address, and
+	// each releases it: only the second release frees it, so it cannot be
+	// handed out again while the other still counts it as in use.
+	got := h.requestAddress(pool.PoolID, "", nil)
+	ip := strings.Split(got, "/")[0]
+	if again := h.requestAddress(pool.PoolID, ip, nil); again != got {
+		t.Fatalf("the node's RequestAddress of %s answered %s", ip, again)
+	}
+	release := func() (int, []byte) {
+		body, _ := json.Marshal(map[string]string{"PoolID": pool.PoolID, "Address": ip})
+		return h.raw(sock, "IpamDriver.ReleaseAddress", body)
+	}
+	if code, out := release(); code != http.StatusOK {
+		t.Fatalf("first ReleaseAddress: %d %s", code, out)
+	}
+	if _, ok := h.alloc.idents()[ip]; !ok {
+		t.Fatalf("the first of two ReleaseAddress calls freed %s", ip)
+	}
+	if code, out := release(); code != http.StatusOK {
+		t.Fatalf("second ReleaseAddress: %d %s", code, out)
+	}
+	if _, ok := h.alloc.idents()[ip]; ok {
+		t.Fatalf("both ReleaseAddress calls done and %s still allocated", ip)
+	}
 }
 
 // errorShape: the answers of failures name what was wrong.
