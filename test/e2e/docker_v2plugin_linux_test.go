@@ -1,14 +1,9 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -19,9 +14,13 @@ import (
 // v2PluginRange is the IPAM range of the managed plugin's router.
 const v2PluginRange = "10.47.0.0/16"
 
-// v2PluginSwarmArgs turn the plugin's socket into the global-scope
-// network driver with IPAM, for a swarm.
-const v2PluginSwarmArgs = "--plugin-v2 --plugin-socket /run/docker/plugins/weave.sock"
+// The plugin's modes (plugin/docker/v2/config.json's args): its one
+// socket weave.sock carries the IPAM driver and the local-scope network
+// driver (the default), or the global-scope one for a swarm.
+const (
+	v2PluginLocalArgs = "--plugin --plugin-mesh-socket /run/docker/plugins/weave.sock --plugin-socket /run/docker/plugins/weave-unused.sock"
+	v2PluginSwarmArgs = "--plugin-v2 --plugin-socket /run/docker/plugins/weave.sock"
+)
 
 // TestDockerManagedPlugin installs weaver as a Docker v2 managed plugin
 // from a local rootfs directory and config.json (`docker plugin create`,
@@ -39,21 +38,26 @@ func TestDockerManagedPlugin(t *testing.T) {
 	d := newDockerHost(t)
 	plugin := "weave-e2e-plugin:" + d.tag
 	api := freeLoopbackAddr(t) // the plugin's router shares the host's network namespace
-	dir := d.pluginDir(api)
+	dir := d.pluginDir()
 	swarmed := false
 	t.Cleanup(func() { d.removeManaged(plugin, before, swarmed) })
 	mustDocker(t, "plugin", "create", plugin, dir)
+	mustDocker(t, "plugin", "set", plugin, "args="+pluginArgs(v2PluginLocalArgs, api), "WEAVE_PASSWORD=e2e-secret")
 	mustDocker(t, "plugin", "enable", plugin)
 	if out := mustDocker(t, "plugin", "inspect", "-f", "{{.Enabled}}", plugin); out != "true" {
 		t.Fatalf("plugin %s enabled = %q", plugin, out)
 	}
 
+	netnstest.WaitFor(t, dockerWait, "the plugin's router reports encryption on (WEAVE_PASSWORD)", func() error {
+		body, err := d.pluginRouter(api).get("/status")
+		return expectIn(body, err, "Encryption: enabled")
+	})
 	local := d.tag + "-v2"
 	mustDocker(t, "network", "create", "--driver", plugin, "--ipam-driver", plugin, "--label", d.label, local)
 	d.removeReleases(api, d.pingPair(local, "l"))
 	mustDocker(t, "network", "rm", local)
 	mustDocker(t, "plugin", "disable", plugin)
-	mustDocker(t, "plugin", "set", plugin, "args="+v2PluginSwarmArgs)
+	mustDocker(t, "plugin", "set", plugin, "args="+pluginArgs(v2PluginSwarmArgs, api))
 	mustDocker(t, "plugin", "enable", plugin)
 
 	if state := mustDocker(t, "info", "-f", "{{.Swarm.LocalNodeState}}"); state != "inactive" {
@@ -75,22 +79,24 @@ func (d *dockerHost) removeReleases(api string, cs []dockerCtr) {
 		mustDocker(d.t, "rm", "-f", c.name)
 	}
 	netnstest.WaitFor(d.t, dockerWait, "the plugin's IPAM releases the removed containers' addresses", func() error {
-		resp, err := http.Get("http://" + api + "/ip")
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
+		body, err := d.pluginRouter(api).get("/ip")
 		if err != nil {
 			return err
 		}
 		for _, c := range cs {
-			if strings.Contains(string(body), `"`+c.ip+`/`) {
+			if strings.Contains(body, `"`+c.ip+`/`) {
 				return fmt.Errorf("%s of removed %s is still held: %s", c.ip, c.name, body)
 			}
 		}
 		return nil
 	})
+}
+
+// pluginRouter is d with the plugin's router as its HTTP API (for get).
+func (d *dockerHost) pluginRouter(api string) *dockerHost {
+	p := *d
+	p.http = api
+	return &p
 }
 
 // pingPair runs two containers on network and has the first ping the
@@ -109,84 +115,25 @@ func (d *dockerHost) pingPair(network, prefix string) []dockerCtr {
 	return []dockerCtr{a, b}
 }
 
-// pluginDir writes the plugin's rootfs (weaver, iptables with its
-// libraries and extensions) and config.json into a temporary directory.
-func (d *dockerHost) pluginDir(httpAddr string) string {
-	t := d.t
-	dir := t.TempDir()
-	rootfs := filepath.Join(dir, "rootfs")
-	for _, sub := range []string{"proc", "sys", "dev", "tmp", "run/docker/plugins", "var/lib/weave", "var/run/weave", "etc"} {
-		if err := os.MkdirAll(filepath.Join(rootfs, sub), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	copyWithLibs(t, filepath.Join(filepath.Dir(build.weave), "bin", "weaver"), rootfs, "/weaver")
-	xt, err := filepath.EvalSymlinks("/usr/sbin/xtables-nft-multi")
+// pluginDir builds the plugin's directory with the product's script
+// (make docker-plugin), from the weaver TestMain built.
+func (d *dockerHost) pluginDir() string {
+	root, err := netnstest.ModuleRoot()
 	if err != nil {
-		t.Fatalf("the plugin needs iptables-nft (xtables-nft-multi): %v", err)
+		d.t.Fatal(err)
 	}
-	copyWithLibs(t, xt, rootfs, "/usr/sbin/xtables-nft-multi")
-	for _, l := range []string{"iptables", "iptables-save", "iptables-restore", "iptables-nft", "iptables-nft-save", "iptables-nft-restore"} {
-		if err := os.Symlink("xtables-nft-multi", filepath.Join(rootfs, "usr/sbin", l)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if ext, err := filepath.Glob("/usr/lib/x86_64-linux-gnu/xtables/*.so"); err == nil {
-		for _, e := range ext {
-			copyWithLibs(t, e, rootfs, e)
-		}
-	}
-	// The plugin's one socket, weave.sock, carries the IPAM driver and, by
-	// default, the local-scope network driver (--plugin-mesh-socket; the
-	// global socket is unused); args set to v2PluginSwarmArgs make it the
-	// global-scope one, for a swarm.
-	cfg := map[string]any{
-		"description": "weave (e2e test build)",
-		"entrypoint": []string{"/weaver", "--docker-api", "", "--ipalloc-range", v2PluginRange, "--no-dns", "--no-fastdp", "--http-addr", httpAddr,
-			"--nickname", "v2plugin", "--data-dir", "/var/lib/weave", "--run-dir", "/var/run/weave"},
-		"args": map[string]any{"name": "args", "settable": []string{"value"}, "value": []string{"--plugin",
-			"--plugin-mesh-socket", "/run/docker/plugins/weave.sock", "--plugin-socket", "/run/docker/plugins/weave-global.sock"}},
-		"env":       []map[string]any{{"name": "PATH", "value": "/usr/sbin:/usr/bin:/sbin:/bin"}},
-		"network":   map[string]string{"type": "host"},
-		"interface": map[string]any{"types": []string{"docker.networkdriver/1.0", "docker.ipamdriver/1.0"}, "socket": "weave.sock"},
-		"linux":     map[string]any{"capabilities": []string{"CAP_NET_ADMIN", "CAP_SYS_ADMIN", "CAP_NET_RAW"}},
-	}
-	data, err := json.MarshalIndent(cfg, "", "  ")
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "config.json"), data, 0o644)
-	}
-	if err != nil {
-		t.Fatal(err)
+	dir := d.t.TempDir()
+	weaver := filepath.Join(filepath.Dir(build.weave), "bin", "weaver")
+	if out, err := osexec.Command("sh", filepath.Join(root, "plugin/docker/v2/build.sh"), weaver, dir).CombinedOutput(); err != nil {
+		d.t.Fatalf("plugin/docker/v2/build.sh: %v\n%s", err, out)
 	}
 	return dir
 }
 
-var lddPath = regexp.MustCompile(`(/\S+) \(0x`)
-
-// copyWithLibs copies the binary bin to rootfs+dst and every shared
-// library ldd names to the same path under rootfs.
-func copyWithLibs(t *testing.T, bin, rootfs, dst string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(filepath.Join(rootfs, dst)), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	copyFile(t, bin, filepath.Join(rootfs, dst))
-	out, _ := osexec.Command("ldd", bin).Output() // static binaries: "not a dynamic executable"
-	for _, m := range lddPath.FindAllStringSubmatch(string(out), -1) {
-		lib := m[1]
-		to := filepath.Join(rootfs, lib)
-		if _, err := os.Stat(to); err == nil {
-			continue
-		}
-		real, err := filepath.EvalSymlinks(lib)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		copyFile(t, real, to)
-	}
+// pluginArgs are the weaver flags the test sets (docker plugin set args=):
+// mode plus its own range and API address, no DNS, no fast path.
+func pluginArgs(mode, httpAddr string) string {
+	return mode + " --ipalloc-range " + v2PluginRange + " --http-addr " + httpAddr + " --no-dns --no-fastdp --nickname v2plugin"
 }
 
 // rootState is what the managed-plugin test must leave as it found it.
