@@ -1,18 +1,23 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seedf75a49c6/weave/internal/netnstest"
 )
 
 // v2PluginRange is the IPAM range of the managed plugin's router.
 const v2PluginRange = "10.47.0.0/16"
+
+// v2PluginName is the managed plugin the test creates and removes.
+const v2PluginName = "weave-e2e-plugin:latest"
 
 // The plugin's modes (plugin/docker/v2/config.json's args): its one
 // socket weave.sock carries the IPAM driver and the local-scope network
@@ -36,7 +41,13 @@ func TestDockerManagedPlugin(t *testing.T) {
 	before := rootSnapshot(t)
 	t.Cleanup(func() { checkRestored(t, before) }) // last: after the dockerHost's cleanup
 	d := newDockerHost(t)
-	plugin := "weave-e2e-plugin:" + d.tag
+	// One fixed name, not one per run: dockerd never forgets a removed
+	// plugin's global-scope driver (docs/docker.md), but a new plugin of the
+	// same name takes its place instead of adding to them.
+	plugin := v2PluginName
+	if out, err := docker(t, "plugin", "inspect", "-f", "{{.ID}}", plugin); err == nil {
+		t.Fatalf("a Docker plugin %s already exists (%s); not touching it", plugin, out)
+	}
 	api := freeLoopbackAddr(t) // the plugin's router shares the host's network namespace
 	dir := d.pluginDir()
 	swarmed := false
@@ -191,7 +202,12 @@ func (d *dockerHost) removeManaged(plugin string, before rootState, swarmed bool
 		}
 	}
 	if swarmed {
-		if out, err := docker(t, "swarm", "leave", "--force"); err != nil && !strings.Contains(out, "not part of a swarm") {
+		// Slow on a dockerd that still knows removed plugins' global
+		// drivers: about 15 s of DiscoverNew retries for each.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		out, err := osexec.CommandContext(ctx, "docker", "swarm", "leave", "--force").CombinedOutput()
+		cancel()
+		if err != nil && !strings.Contains(string(out), "not part of a swarm") {
 			t.Errorf("cleanup: %v %s", err, out)
 		}
 		d.removeSwarmLeftovers(before)
