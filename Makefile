@@ -7,10 +7,10 @@ SHELL       := /bin/bash
 GO        ?= go
 FUZZTIME  ?= 10s
 TESTFLAGS ?=
-SCRIPTS   := weave test/deps.sh test/k8s/bins.sh test/demo.sh test/bench.sh test/scale.sh .ci/run mesh/patches/apply.sh
+SCRIPTS   := weave test/deps.sh test/k8s/bins.sh test/demo.sh test/bench.sh test/scale.sh .ci/run mesh/patches/apply.sh plugin/docker/v2/build.sh
 
 .DEFAULT_GOAL := help
-.PHONY: help build deps test test-unit e2e fuzz demo bench bench-scale lint tidy-check clean mesh-patch k8s-bins
+.PHONY: help build deps test test-unit e2e fuzz demo bench bench-scale lint tidy-check clean mesh-patch k8s-bins docker-plugin
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -33,6 +33,9 @@ mesh-patch: ## apply mesh/patches/mesh.patch to a copy of the pinned mesh module
 
 build: mesh-patch ## build bin/weaver, bin/weaveutil and the CNI plugins bin/weave-net, bin/weave-ipam (version 3.0.0-dev+<git hash>)
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./prog/...
+
+docker-plugin: build ## the Docker v2 managed plugin's directory in .build/docker-plugin (then: docker plugin create NAME .build/docker-plugin)
+	sh plugin/docker/v2/build.sh bin/weaver .build/docker-plugin
 
 deps: ## install test/demo/bench tools with apt-get when missing
 	@sh test/deps.sh

@@ -5,7 +5,9 @@
 // (bridge-nf-call-iptables=1, which Apply checks and sets): pod-to-pod
 // traffic on the weave bridge appears with iifname and oifname "weave".
 // Traffic from the host to its pods leaves through the output hook and is
-// never filtered here (kubelet probes), nor is pod-to-host traffic.
+// never filtered here (kubelet probes). Pod-to-host traffic (to any address
+// of the node, the bridge's or eth0's) enters the input hook with iifname
+// "weave" and meets the pods' egress policies like any other destination.
 //
 // The table, rebuilt whole by every Apply in one atomic netlink batch (add,
 // delete, add: the kernel swaps old for new in one transaction, so no packet
@@ -13,6 +15,8 @@
 //
 //	chain forward  (hook forward, priority filter)
 //	    iifname "weave" goto pods; oifname "weave" goto pods
+//	chain input    (hook input, priority filter)
+//	    iifname "weave" goto pods
 //	chain pods
 //	    ct state established,related accept
 //	    meta nfproto != ipv4 → mark, accept

@@ -20,6 +20,7 @@ const DefaultTable = "weave-npc"
 // Names of the fixed chains and sets of the table.
 const (
 	chainForward = "forward"
+	chainInput   = "input"
 	chainPods    = "pods"
 	chainIngress = "ingress"
 	chainEgress  = "egress"
@@ -96,6 +97,8 @@ func (b *builder) addChains() {
 	accept := nftables.ChainPolicyAccept
 	b.chains[chainForward] = b.c.AddChain(&nftables.Chain{Name: chainForward, Table: b.t, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookForward, Priority: nftables.ChainPriorityFilter, Policy: &accept})
+	b.chains[chainInput] = b.c.AddChain(&nftables.Chain{Name: chainInput, Table: b.t, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityFilter, Policy: &accept})
 	for _, n := range []string{chainPods, chainIngress, chainEgress, chainBlocked} {
 		b.chains[n] = b.c.AddChain(&nftables.Chain{Name: n, Table: b.t})
 	}
@@ -118,6 +121,9 @@ func (b *builder) addRules(m *npc.Model) error {
 	one := func(e ...expr.Any) []expr.Any { return e }
 	b.add(chainForward, "", ifIs(expr.MetaKeyIIFNAME, b.bridge), one(verdict(expr.VerdictGoto, chainPods)))
 	b.add(chainForward, "", ifIs(expr.MetaKeyOIFNAME, b.bridge), one(verdict(expr.VerdictGoto, chainPods)))
+	// A pod's connections to its own node's addresses (the bridge's, eth0's)
+	// end in the input hook: egress policy applies to them as to any other.
+	b.add(chainInput, "pods to this node", ifIs(expr.MetaKeyIIFNAME, b.bridge), one(verdict(expr.VerdictGoto, chainPods)))
 	b.add(chainPods, "replies of allowed connections", ctEstablished(), one(accept()))
 	b.add(chainPods, "pods are IPv4 only", notIPv4(), setMark(Mark), one(accept()))
 	if b.mcast {

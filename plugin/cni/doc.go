@@ -3,8 +3,9 @@
 // versions the CNI library converts results to).
 //
 // Both are thin clients of the weave router's HTTP API (internal/api):
-// addresses come from the router's IPAM under the container ID, the
-// same ident Weave Net 2.8.1's plugin used. weave-net also plumbs the
+// addresses come from the router's IPAM under an ident of the container
+// ID and interface name (the bare container ID for eth0, the ident Weave
+// Net 2.8.1's plugin used for every attachment). weave-net also plumbs the
 // container: a veth whose host end joins the weave bridge (internal/netdev)
 // and whose other end becomes CNI_IFNAME in the container, with the
 // default route via the bridge's address in the container's subnet.

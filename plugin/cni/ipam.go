@@ -47,20 +47,20 @@ func (p *Plugin) ipamAdd(args *skel.CmdArgs) error {
 	}
 	p = p.at(conf.IPAM.HTTPAddr)
 	st := conf.store()
-	rec := record{ContainerID: args.ContainerID, IfName: args.IfName, NetNS: args.Netns}
+	rec := newRecord(args.ContainerID, args.IfName, args.Netns)
 	if err := st.save(rec); err != nil {
 		return types.NewError(types.ErrIOFailure, err.Error(), "")
 	}
 	ctx, cancel := p.context()
 	defer cancel()
-	addr, err := p.allocate(ctx, args.ContainerID, &conf.IPAM.IPAMConf)
+	addr, err := p.allocate(ctx, rec.ident(), &conf.IPAM.IPAMConf)
 	if err != nil {
 		_ = st.remove(args.ContainerID, args.IfName)
 		return err
 	}
 	rec.Addrs = []netip.Prefix{addr}
 	if err := st.save(rec); err != nil {
-		_ = p.release(ctx, args.ContainerID, rec.Addrs)
+		_ = p.release(ctx, rec.ident(), rec.Addrs)
 		return types.NewError(types.ErrIOFailure, err.Error(), "")
 	}
 	res := &current.Result{CNIVersion: current.ImplementedSpecVersion, DNS: conf.DNS}
@@ -79,8 +79,8 @@ func (p *Plugin) ipamAdd(args *skel.CmdArgs) error {
 	return types.PrintResult(res, conf.CNIVersion)
 }
 
-// ipamDel releases what ADD allocated (every address of the container
-// when there is no record); unknown containers are success.
+// ipamDel releases what ADD allocated (every address of the attachment's
+// ident when there is no record); unknown containers are success.
 func (p *Plugin) ipamDel(args *skel.CmdArgs) error {
 	conf, err := parseIPAMConf(args.StdinData)
 	if err != nil {
@@ -88,10 +88,10 @@ func (p *Plugin) ipamDel(args *skel.CmdArgs) error {
 	}
 	p = p.at(conf.IPAM.HTTPAddr)
 	st := conf.store()
-	rec, _, _ := st.load(args.ContainerID, args.IfName)
+	rec, _, _ := st.loadOrNew(args.ContainerID, args.IfName, args.Netns)
 	ctx, cancel := p.context()
 	defer cancel()
-	if err := p.release(ctx, args.ContainerID, rec.Addrs); err != nil {
+	if err := p.release(ctx, rec.ident(), rec.Addrs); err != nil {
 		return err
 	}
 	return st.remove(args.ContainerID, args.IfName)
@@ -108,9 +108,10 @@ func (p *Plugin) ipamCheck(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	rec, _, _ := conf.store().loadOrNew(args.ContainerID, args.IfName, args.Netns)
 	ctx, cancel := p.context()
 	defer cancel()
-	return p.checkIPAM(ctx, args.ContainerID, prev)
+	return p.checkIPAM(ctx, rec, prev)
 }
 
 // ipamGC releases the recorded addresses of attachments not listed valid.

@@ -43,8 +43,8 @@ func (p *Plugin) netAdd(args *skel.CmdArgs) error {
 	ctx, cancel := p.context()
 	defer cancel()
 	st := newStore(conf.DataDir, netPluginName, conf.Name)
-	rec := record{ContainerID: args.ContainerID, IfName: args.IfName, NetNS: args.Netns,
-		HostVeth: HostVethName(args.ContainerID, args.IfName), IPAMType: conf.IPAM.Type}
+	rec := newRecord(args.ContainerID, args.IfName, args.Netns)
+	rec.HostVeth, rec.IPAMType = HostVethName(args.ContainerID, args.IfName), conf.IPAM.Type
 	if err := st.save(rec); err != nil { // before allocating: GC can find a crash's leftovers
 		return types.NewError(types.ErrIOFailure, err.Error(), "")
 	}
@@ -120,7 +120,7 @@ func (p *Plugin) netPlan(ctx context.Context, args *skel.CmdArgs, conf *NetConf,
 	if !conf.IPAM.ours() {
 		return p.delegatedPlan(ctx, args, conf, st, rec)
 	}
-	addr, err := p.allocate(ctx, args.ContainerID, &conf.IPAM)
+	addr, err := p.allocate(ctx, rec.ident(), &conf.IPAM)
 	if err != nil {
 		return plan{}, err
 	}
@@ -216,7 +216,7 @@ func (p *Plugin) delegatedPlan(ctx context.Context, args *skel.CmdArgs, conf *Ne
 func (p *Plugin) undoAdd(ctx context.Context, args *skel.CmdArgs, conf *NetConf, st store, rec record) error {
 	errs := []error{netdev.DeleteLink(rec.HostVeth)}
 	if conf.IPAM.ours() && len(rec.Addrs) > 0 {
-		errs = append(errs, p.release(ctx, args.ContainerID, rec.Addrs))
+		errs = append(errs, p.release(ctx, rec.ident(), rec.Addrs))
 	} else if len(rec.Addrs) > 0 {
 		errs = append(errs, invoke.DelegateDel(ctx, conf.IPAM.Type, args.StdinData, nil))
 	}

@@ -32,9 +32,9 @@ func (p *Plugin) netDel(args *skel.CmdArgs) error {
 	}
 	p = p.at(conf.HTTPAddr)
 	st := newStore(conf.DataDir, netPluginName, conf.Name)
-	rec, ok, err := st.load(args.ContainerID, args.IfName)
+	rec, _, err := st.loadOrNew(args.ContainerID, args.IfName, args.Netns)
 	if err != nil {
-		fmt.Fprintf(stderr, "weave-net: %v; releasing every address of %s\n", err, args.ContainerID)
+		fmt.Fprintf(stderr, "weave-net: %v; releasing every address of %s\n", err, rec.ident())
 	}
 	if err := removeContainerIf(args.Netns, args.IfName); err != nil {
 		return err
@@ -45,11 +45,7 @@ func (p *Plugin) netDel(args *skel.CmdArgs) error {
 	ctx, cancel := p.context()
 	defer cancel()
 	if conf.IPAM.ours() {
-		var addrs []netip.Prefix
-		if ok {
-			addrs = rec.Addrs
-		}
-		err = p.release(ctx, args.ContainerID, addrs)
+		err = p.release(ctx, rec.ident(), rec.Addrs)
 	} else {
 		err = invoke.DelegateDel(ctx, conf.IPAM.Type, args.StdinData, nil)
 	}
@@ -104,7 +100,8 @@ func (p *Plugin) netCheck(args *skel.CmdArgs) error {
 	if !conf.IPAM.ours() {
 		return invoke.DelegateCheck(ctx, conf.IPAM.Type, args.StdinData, nil)
 	}
-	return p.checkIPAM(ctx, args.ContainerID, prev)
+	rec, _, _ := newStore(conf.DataDir, netPluginName, conf.Name).loadOrNew(args.ContainerID, args.IfName, args.Netns)
+	return p.checkIPAM(ctx, rec, prev)
 }
 
 // checkInside verifies the interface, MAC, addresses and routes of

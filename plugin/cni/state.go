@@ -14,12 +14,55 @@ import (
 // record is what the plugin keeps about one attachment, so that DEL knows
 // what it allocated and GC can release what the runtime forgot.
 type record struct {
-	ContainerID string         `json:"containerID"`
-	IfName      string         `json:"ifname"`
-	NetNS       string         `json:"netns,omitempty"`
-	HostVeth    string         `json:"hostVeth,omitempty"` // "" for weave-ipam
-	IPAMType    string         `json:"ipamType,omitempty"` // "" = the weave router
-	Addrs       []netip.Prefix `json:"addrs,omitempty"`
+	ContainerID string `json:"containerID"`
+	IfName      string `json:"ifname"`
+	NetNS       string `json:"netns,omitempty"`
+	HostVeth    string `json:"hostVeth,omitempty"` // "" for weave-ipam
+	IPAMType    string `json:"ipamType,omitempty"` // "" = the weave router
+	// Ident is the router IPAM ident the addresses are held under; ""
+	// (records written before there was one) is the container ID.
+	Ident string         `json:"ident,omitempty"`
+	Addrs []netip.Prefix `json:"addrs,omitempty"`
+}
+
+// legacyIfName is the interface whose addresses keep the bare container ID
+// as their IPAM ident: the CNI default, what kubelet and podman pass for
+// a pod's (only) network, and 2.8.1 keyed every allocation by the
+// container ID alone. Pods attached before an upgrade keep their address.
+const legacyIfName = "eth0"
+
+// ipamIdent keys an allocation by container ID and interface name, so a
+// pod attached twice (Multus: two ADDs, one container ID, two ifnames)
+// gets two addresses and a DEL releases only its own.
+func ipamIdent(containerID, ifName string) string {
+	if ifName == legacyIfName || ifName == "" {
+		return containerID
+	}
+	return containerID + ":" + ifName
+}
+
+// newRecord starts the record of a new attachment.
+func newRecord(containerID, ifName, netNS string) record {
+	return record{ContainerID: containerID, IfName: ifName, NetNS: netNS, Ident: ipamIdent(containerID, ifName)}
+}
+
+// ident is the IPAM ident of r's addresses.
+func (r record) ident() string {
+	if r.Ident != "" {
+		return r.Ident
+	}
+	return r.ContainerID
+}
+
+// loadOrNew returns the attachment's record, or, when there is none (an
+// ADD that never got this far, or an attachment 2.8.1 made), the record a
+// new ADD would start with; err reports an unreadable record.
+func (s store) loadOrNew(containerID, ifName, netNS string) (record, bool, error) {
+	r, ok, err := s.load(containerID, ifName)
+	if !ok {
+		r = newRecord(containerID, ifName, netNS)
+	}
+	return r, ok, err
 }
 
 // store is the directory of records of one plugin and network:

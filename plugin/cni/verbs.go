@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
@@ -32,23 +33,33 @@ func drift(format string, a ...any) error {
 	return types.NewError(ErrDrift, fmt.Sprintf(format, a...), "")
 }
 
-// checkIPAM verifies IPAM still holds prevResult's addresses for id.
-func (p *Plugin) checkIPAM(ctx context.Context, id string, prev *current.Result) error {
-	held, err := p.API.LookupIP(ctx, id)
-	if err != nil && !(isStatus(err, 404)) {
-		return p.routerError("look up the addresses of container "+id, err)
+// checkIPAM verifies IPAM still holds prevResult's addresses under the
+// attachment's ident, or, for an attachment 2.8.1 made on another
+// interface than eth0, under the bare container ID it used.
+func (p *Plugin) checkIPAM(ctx context.Context, rec record, prev *current.Result) error {
+	var held []netip.Prefix
+	var missing netip.Prefix
+	for _, id := range slices.Compact([]string{rec.ident(), rec.ContainerID}) {
+		h, err := p.API.LookupIP(ctx, id)
+		if err != nil && !(isStatus(err, 404)) {
+			return p.routerError("look up the addresses of "+id, err)
+		}
+		held = append(held, h...)
+		if missing = firstMissing(held, prev); !missing.IsValid() {
+			return nil
+		}
 	}
+	return drift("IPAM no longer holds %s for %s", missing, rec.ident())
+}
+
+// firstMissing is the first address of prev not in held (zero if none).
+func firstMissing(held []netip.Prefix, prev *current.Result) netip.Prefix {
 	for _, ip := range prev.IPs {
-		want := ipnetPrefix(ip.Address)
-		found := false
-		for _, h := range held {
-			found = found || h == want
-		}
-		if !found {
-			return drift("IPAM no longer holds %s for container %s", want, id)
+		if want := ipnetPrefix(ip.Address); !slices.Contains(held, want) {
+			return want
 		}
 	}
-	return nil
+	return netip.Prefix{}
 }
 
 func (p *Plugin) gc(ctx context.Context, st store, valid []types.GCAttachment) error {
@@ -81,7 +92,7 @@ func (p *Plugin) collect(ctx context.Context, st store, r record) error {
 		}
 	}
 	if r.IPAMType == "" || r.IPAMType == IPAMType {
-		if err := p.release(ctx, r.ContainerID, r.Addrs); err != nil {
+		if err := p.release(ctx, r.ident(), r.Addrs); err != nil {
 			return err
 		}
 	}

@@ -62,6 +62,10 @@ type Config struct {
 	Bridge     string // weave bridge, default "weave"
 	NetSocket  string // weave.sock path; default DefaultNetSocket
 	MeshSocket string // weavemesh.sock path; default DefaultMeshSocket
+	// V2 serves one socket, NetSocket, with the global-scope network
+	// driver and the IPAM driver, as a Docker v2 managed plugin does for a
+	// swarm (2.8.1's --plugin-v2); MeshSocket is not served.
+	V2 bool
 	// StateFile keeps the networks Docker created (their options and
 	// pools) across router restarts: dockerd does not send them again.
 	StateFile string
@@ -98,7 +102,7 @@ func (c Config) validate() error {
 	switch {
 	case c.StateFile == "":
 		return errors.New("docker plugin: StateFile must be set")
-	case c.NetSocket == c.MeshSocket:
+	case !c.V2 && c.NetSocket == c.MeshSocket:
 		return errors.New("docker plugin: --plugin-socket and --plugin-mesh-socket must differ")
 	}
 	return nil

@@ -86,6 +86,34 @@ func (p *Plugin) noteHandedOut(c address.CIDR) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.given[c.Addr.NetIP()] = true
+	if p.cfg.V2 {
+		p.holds[c.Addr.NetIP()] = 1
+	}
+}
+
+// hold counts one more holder of ip when, under V2, it is already handed
+// out; it reports whether it was.
+func (p *Plugin) hold(ip netip.Addr) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !ip.IsValid() || p.holds[ip] == 0 {
+		return false
+	}
+	p.holds[ip]++
+	return true
+}
+
+// unhold drops one holder of ip and reports whether another remains (the
+// address must then stay allocated).
+func (p *Plugin) unhold(ip netip.Addr) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.holds[ip] > 1 {
+		p.holds[ip]--
+		return true
+	}
+	delete(p.holds, ip)
+	return false
 }
 
 func (p *Plugin) handedOut(ip netip.Addr) bool {

@@ -145,6 +145,10 @@ func (d *ipamDriver) RequestAddress(r *ipam.RequestAddressRequest) (*ipam.Reques
 // containerAddress claims want, or allocates a fresh address in the pool's
 // range, filed under the address itself (Weave 2.8.1's convention).
 func (d *ipamDriver) containerAddress(ctx context.Context, p pool, want netip.Addr) (address.CIDR, error) {
+	if d.p.hold(want) { // a swarm node asking for what its manager allocated
+		a, _ := address.FromNetIP(want)
+		return address.CIDR{Addr: a, PrefixLen: p.subnet.PrefixLen}, nil
+	}
 	if want.IsValid() {
 		a, _ := address.FromNetIP(want)
 		c := address.CIDR{Addr: a, PrefixLen: p.subnet.PrefixLen}
@@ -206,6 +210,9 @@ func (d *ipamDriver) ReleaseAddress(r *ipam.ReleaseAddressRequest) error {
 	ip, err := netip.ParseAddr(r.Address)
 	if err != nil || !ip.Is4() {
 		return badRequest("ReleaseAddress: address %q is not an IPv4 address", r.Address)
+	}
+	if d.p.unhold(ip) {
+		return nil // the other holder (manager or node) still has it
 	}
 	a, _ := address.FromNetIP(ip)
 	ferr := d.p.cfg.IPAM.Free(a.String(), a)

@@ -35,6 +35,10 @@ type Plugin struct {
 
 	mu    sync.Mutex
 	given map[netip.Addr]bool // addresses this instance handed to containers (see ReleaseStale)
+	// holds counts, under V2, the RequestAddress answers for one container
+	// address not yet released: on a swarm the manager allocates it and the
+	// node asks for it again, and each releases it.
+	holds map[netip.Addr]int
 }
 
 // New checks cfg and loads the persisted networks.
@@ -47,11 +51,12 @@ func New(cfg Config) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Plugin{cfg: cfg, log: cfg.Logger, nets: nets, given: map[netip.Addr]bool{}}, nil
+	return &Plugin{cfg: cfg, log: cfg.Logger, nets: nets, given: map[netip.Addr]bool{}, holds: map[netip.Addr]int{}}, nil
 }
 
-// Start listens on both sockets (replacing stale socket files a killed
-// router left) and serves them in the background.
+// Start listens on both sockets, or NetSocket alone under V2 (replacing
+// stale socket files a killed router left) and serves them in the
+// background.
 func (p *Plugin) Start() error {
 	socks := []struct {
 		path string
@@ -59,6 +64,10 @@ func (p *Plugin) Start() error {
 	}{
 		{p.cfg.NetSocket, p.handler(&netDriver{p: p, name: "weave", scope: network.GlobalScope}, nil)},
 		{p.cfg.MeshSocket, p.handler(&netDriver{p: p, name: MeshDriverName, scope: network.LocalScope}, p.ipamDriver())},
+	}
+	if p.cfg.V2 {
+		socks = socks[:1]
+		socks[0].h = p.handler(&netDriver{p: p, name: "weave", scope: network.GlobalScope}, p.ipamDriver())
 	}
 	for _, s := range socks {
 		l, err := listenUnix(s.path)

@@ -121,6 +121,61 @@ func TestActivateAndCapabilities(t *testing.T) {
 	}
 }
 
+// TestV2OneSocket: under V2 (weaver --plugin-v2, a managed plugin on a
+// swarm) weave.sock alone is served, with the global-scope network driver
+// and the IPAM driver; there is no weavemesh.sock, and both may even be
+// given the same path.
+func TestV2OneSocket(t *testing.T) {
+	dir := t.TempDir()
+	h := &harness{t: t, alloc: newFakeAlloc(), links: newFakeLinks()}
+	sock := filepath.Join(dir, "weave.sock")
+	h.cfg = Config{NetSocket: sock, MeshSocket: sock, V2: true, StateFile: filepath.Join(dir, "docker-networks.json"),
+		IPAM: h.alloc, Links: h.links, CallTimeout: 5 * time.Second}
+	h.start()
+	var act struct{ Implements json.RawMessage }
+	h.ok(sock, "Plugin.Activate", nil, &act)
+	if string(act.Implements) != `["NetworkDriver","IpamDriver"]` {
+		t.Errorf("Activate: %s, want both drivers", act.Implements)
+	}
+	var caps struct{ Scope, ConnectivityScope string }
+	h.ok(sock, "NetworkDriver.GetCapabilities", nil, &caps)
+	if caps.Scope != "global" || caps.ConnectivityScope != "global" {
+		t.Errorf("capabilities %+v, want global (swarm networks)", caps)
+	}
+	var pool struct{ PoolID, Pool string }
+	h.ok(sock, "IpamDriver.RequestPool", map[string]any{"AddressSpace": "weaveglobal"}, &pool)
+	if pool.Pool != testUniverse.String() {
+		t.Errorf("RequestPool: %+v, want the range %s", pool, testUniverse)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("files in the socket dir: %v, want weave.sock alone", entries)
+	}
+	// A swarm's manager allocates, the node asks for the same address, and
+	// each releases it: only the second release frees it, so it cannot be
+	// handed out again while the other still counts it as in use.
+	got := h.requestAddress(pool.PoolID, "", nil)
+	ip := strings.Split(got, "/")[0]
+	if again := h.requestAddress(pool.PoolID, ip, nil); again != got {
+		t.Fatalf("the node's RequestAddress of %s answered %s", ip, again)
+	}
+	release := func() (int, []byte) {
+		body, _ := json.Marshal(map[string]string{"PoolID": pool.PoolID, "Address": ip})
+		return h.raw(sock, "IpamDriver.ReleaseAddress", body)
+	}
+	if code, out := release(); code != http.StatusOK {
+		t.Fatalf("first ReleaseAddress: %d %s", code, out)
+	}
+	if _, ok := h.alloc.idents()[ip]; !ok {
+		t.Fatalf("the first of two ReleaseAddress calls freed %s", ip)
+	}
+	if code, out := release(); code != http.StatusOK {
+		t.Fatalf("second ReleaseAddress: %d %s", code, out)
+	}
+	if _, ok := h.alloc.idents()[ip]; ok {
+		t.Fatalf("both ReleaseAddress calls done and %s still allocated", ip)
+	}
+}
+
 // errorShape: the answers of failures name what was wrong.
 func TestBadRequestsGetLibnetworkErrors(t *testing.T) {
 	h := newHarness(t)

@@ -152,6 +152,7 @@ func registerPluginFlags(fs *flag.FlagSet, c *daemon.Config) {
 	fs.BoolVar(&c.Plugin, "plugin", c.Plugin, "serve the Docker network and IPAM plugin and create the Docker network \"weave\"")
 	fs.BoolVar(&c.NoPlugin, "no-plugin", c.NoPlugin, "do not serve the Docker plugin (overrides --plugin)")
 	fs.StringVar(&c.PluginSocket, "plugin-socket", c.PluginSocket, "socket of the global-scope network driver \"weave\"")
+	fs.BoolVar(&c.PluginV2, "plugin-v2", c.PluginV2, "serve only --plugin-socket, with the global-scope network driver and the IPAM driver (a Docker v2 managed plugin on a swarm)")
 	fs.StringVar(&c.PluginMeshSocket, "plugin-mesh-socket", c.PluginMeshSocket, "socket of the local-scope network and IPAM driver \"weavemesh\"")
 	fs.StringVar(&c.DockerAPI, "docker-api", c.DockerAPI, "Docker API endpoint (default $DOCKER_HOST or unix:///var/run/docker.sock); \"\" = no Docker calls")
 }

@@ -36,8 +36,11 @@ func (netdevKernel) DestroyBridge(name string) error {
 	return errors.Join(netdev.DeleteLinks("vxlan", fastdp.DevicePrefix), netdev.DestroyBridge(name))
 }
 
+// RemoveIPTables also drops the router's NetworkPolicy guard table (inet
+// weave-guard, weaver --expect-npc): a relaunch without --expect-npc must
+// not find the bridge closed. weave-npc's own table is weave-npc's.
 func (netdevKernel) RemoveIPTables(bridge string) error {
-	return netdev.NewFirewall(bridge, "").Remove()
+	return errors.Join(netdev.NewFirewall(bridge, "").Remove(), netdev.RemoveNPCGuard())
 }
 
 // MeshAddrs reads every ethwe* interface in the namespace.

@@ -68,6 +68,7 @@ func TestNetworkPolicyEndToEnd(t *testing.T) {
 	nc.expect("egress of y/a to namespace x on named port web only (80 on x/a, 81 on x/b)",
 		[]string{"y/a->x/a tcp/81", "y/a->x/a udp/81", "y/a->x/b tcp/80", "y/a->x/b udp/81", "y/a->y/b tcp/80", "y/a->y/b tcp/81", "y/a->y/b udp/81"})
 	nc.checkBlockedMetric("h1")
+	nc.checkEgressToOwnNode()
 }
 
 func newNPCCluster(t *testing.T) *npcCluster {

@@ -105,11 +105,12 @@ type Config struct {
 	NoPlugin         bool   // --no-plugin: overrides --plugin
 	PluginSocket     string // --plugin-socket: default /run/docker/plugins/weave.sock
 	PluginMeshSocket string // --plugin-mesh-socket: default /run/docker/plugins/weavemesh.sock
+	PluginV2         bool   // --plugin-v2: a v2 managed plugin for a swarm: --plugin-socket alone, global scope + IPAM
 	DockerAPI        string // --docker-api: default $DOCKER_HOST or unix:///var/run/docker.sock; "" = no Docker calls
 }
 
 // PluginEnabled reports whether the Docker plugin is to be served.
-func (c *Config) PluginEnabled() bool { return c.Plugin && !c.NoPlugin }
+func (c *Config) PluginEnabled() bool { return (c.Plugin || c.PluginV2) && !c.NoPlugin }
 
 // DefaultConfig returns the defaults; getenv supplies WEAVE_PASSWORD,
 // WEAVE_DATA_DIR and WEAVE_RUN_DIR (pass os.Getenv, or nil for none).
@@ -327,7 +328,7 @@ func (c *Config) validatePlugin() error {
 			return fmt.Errorf("%s: want an absolute socket path, got %q", f.flag, f.path)
 		}
 	}
-	if c.PluginSocket == c.PluginMeshSocket {
+	if !c.PluginV2 && c.PluginSocket == c.PluginMeshSocket {
 		return fmt.Errorf("--plugin-socket and --plugin-mesh-socket: both are %s; they must differ", c.PluginSocket)
 	}
 	return nil

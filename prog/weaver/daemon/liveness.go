@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strconv"
 	"time"
@@ -26,17 +25,25 @@ func (d *daemon) startLiveness(ctx context.Context, b *backend) error {
 	if c.NoLiveness {
 		return nil
 	}
+	adv := advertiseAddr(c)
+	if adv == "" {
+		d.log.Warn("liveness is off: this host has no address other peers could probe (no route towards a peer, no default route, no address but loopback); " +
+			"dead peers are found by mesh's heartbeats only. Relaunch once the network is up, or give --host")
+		return nil
+	}
 	lc := liveness.Config{
 		Name: b.mesh.Ourself.Name.String(), BindAddr: c.Host, Port: c.LivenessPort,
-		AdvertiseAddr: advertiseAddr(c), Logger: d.log,
+		AdvertiseAddr: adv, Logger: d.log,
 		Seeds: liveness.MeshSeeds(b.mesh), OnChange: b.livenessChanged,
 	}
 	if c.Password != "" {
 		lc.Password = []byte(c.Password)
 	}
 	det, err := liveness.New(lc)
-	if err != nil {
-		return fmt.Errorf("start liveness (--liveness-port %d, or --no-liveness): %w", c.LivenessPort, err)
+	if err != nil { // the router runs on without it, as with --no-liveness
+		d.log.Warn("liveness is off: dead peers are found by mesh's heartbeats only (fix --liveness-port or --host, or pass --no-liveness)",
+			"port", c.LivenessPort, "err", err)
+		return nil
 	}
 	b.live.Store(det)
 	d.onStop(func() { _ = det.Close() })
@@ -67,7 +74,25 @@ func advertiseAddr(c Config) string {
 	// not memberlist's first private address, which on a Docker host is
 	// docker0's and unreachable from other hosts. 192.0.2.1 is a
 	// documentation address; a UDP connect sends nothing.
-	return sourceAddrTowards("192.0.2.1", c.Port)
+	if ip := sourceAddrTowards("192.0.2.1", c.Port); ip != "" {
+		return ip
+	}
+	// No default route either: any address but loopback, public ones too
+	// (memberlist on its own takes only private ones).
+	addrs, _ := net.InterfaceAddrs()
+	return firstUsableAddr(addrs)
+}
+
+// firstUsableAddr is the first global unicast IPv4 address of addrs, or
+// "": loopback and link-local do not count (no peer can probe us there),
+// nor IPv6 (liveness listens on IPv4, --host 0.0.0.0).
+func firstUsableAddr(addrs []net.Addr) string {
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.IsGlobalUnicast() && n.IP.To4() != nil {
+			return n.IP.String()
+		}
+	}
+	return ""
 }
 
 // sourceAddrTowards is the local address the kernel would use to reach

@@ -38,3 +38,44 @@ func TestAdvertiseAddrWithoutPeersIsTheUplink(t *testing.T) {
 		t.Errorf("advertiseAddr with --host = %q, want it", got)
 	}
 }
+
+// TestAdvertiseAddrWithoutDefaultRoute: with no peer and no default route,
+// a public address still serves (memberlist on its own would refuse it:
+// "no private IP address found"); with only loopback there is none, and
+// the router then runs with liveness off instead of failing.
+func TestAdvertiseAddrWithoutDefaultRoute(t *testing.T) {
+	netnstest.RequireTools(t, "ip")
+	name, path := netnstest.NewNS(t)
+	adv := func() (got string) {
+		t.Helper()
+		if err := netns.Do(path, func() error { got = advertiseAddr(Config{Port: 6783}); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if err := exec.Command("ip", "-n", name, "link", "set", "lo", "up").Run(); err != nil {
+		t.Fatal(err)
+	}
+	if got := adv(); got != "" {
+		t.Errorf("advertiseAddr with only loopback = %q, want none", got)
+	}
+	for _, args := range [][]string{
+		{"link", "add", "pub0", "type", "veth", "peer", "name", "pub1"},
+		{"addr", "add", "fe80::7/64", "dev", "pub0"},
+		{"addr", "add", "2001:db8::7/64", "dev", "pub0", "nodad"},
+		{"link", "set", "pub0", "up"}, {"link", "set", "pub1", "up"},
+	} {
+		if out, err := exec.Command("ip", append([]string{"-n", name}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	if got := adv(); got != "" {
+		t.Errorf("advertiseAddr with only IPv6 addresses = %q, want none (liveness listens on IPv4)", got)
+	}
+	if out, err := exec.Command("ip", "-n", name, "addr", "add", "8.8.4.4/24", "dev", "pub0").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got := adv(); got != "8.8.4.4" {
+		t.Errorf("advertiseAddr with a public IPv4 address and no default route = %q, want it", got)
+	}
+}

@@ -33,7 +33,7 @@ func (d *daemon) startPlugin(ctx context.Context, b *backend) error {
 		return nil
 	}
 	cfg := docker.Config{
-		Bridge: c.Bridge, NetSocket: c.PluginSocket, MeshSocket: c.PluginMeshSocket,
+		Bridge: c.Bridge, NetSocket: c.PluginSocket, MeshSocket: c.PluginMeshSocket, V2: c.PluginV2,
 		StateFile: filepath.Join(c.DataDir, PluginStateFile),
 		Logger:    d.log.With("component", "plugin"),
 	}
