@@ -224,7 +224,8 @@ type launchArgs struct {
 // launchValued are weaver flags that take a value and that launch itself
 // sets or reads; parseLaunch notes them so the environment does not override.
 var launchValued = []string{"http-addr", "data-dir", "run-dir", "port", "mtu", "log-level", "password",
-	"docker-api", "plugin-socket", "plugin-mesh-socket"}
+	"docker-api", "plugin-socket", "plugin-mesh-socket",
+	"H", "hostname-match", "hostname-replacement", "hostname-from-label", "tlscacert", "tlscert", "tlskey", "proxy-weavewait"}
 
 func parseLaunch(args []string) (launchArgs, error) {
 	l := launchArgs{args: args, given: map[string]string{}, bools: map[string]bool{}}

@@ -26,6 +26,6 @@ func (c *cmd) launchArgv(ctx context.Context, l launchArgs, args []string) ([]st
 		return nil, err
 	}
 	argv := append([]string{weaver}, c.weaverFlags(l)...)
-	argv = append(argv, c.pluginFlags(ctx, l)...)
+	argv = append(argv, c.dockerFlags(ctx, l)...)
 	return append(argv, args...), nil
 }

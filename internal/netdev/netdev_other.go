@@ -72,3 +72,6 @@ func NamespaceIfaces(netnsPath, prefix string) ([]Iface, error) { return nil, Er
 
 // HostOverlap returns ErrUnsupported outside Linux.
 func HostOverlap(p netip.Prefix, except string) (string, error) { return "", ErrUnsupported }
+
+// AttachBridge is unsupported outside Linux.
+func AttachBridge(weave, other string) error { return ErrUnsupported }

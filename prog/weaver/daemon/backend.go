@@ -35,6 +35,8 @@ type backend struct {
 	dnsServer *dns.Server
 	live      atomic.Pointer[liveness.Detector] // nil with --no-liveness
 	nicks     sync.Map                          // peer name -> nickname, for liveness status
+	// proxyAddrs are the Docker API proxy's listen addresses (nil when off)
+	proxyAddrs []string
 }
 
 var _ httpapi.Backend = (*backend)(nil)
@@ -58,6 +60,9 @@ func (b *backend) Report() httpapi.Report {
 		addDNS(&rep, b.dns, b.dnsServer)
 	}
 	b.addLiveness(&rep)
+	if b.proxyAddrs != nil {
+		rep.Proxy = &httpapi.ProxyReport{Addresses: b.proxyAddrs}
+	}
 	return rep
 }
 
