@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 
@@ -47,6 +48,9 @@ func (p *Proxy) attach(ctx context.Context, id string) error {
 	if !p.proxied(ct) || ct.State == nil || !ct.State.Running || ct.State.Pid == 0 {
 		return nil
 	}
+	if _, have, ok := p.cfg.Network.Addrs(ct.State.Pid); ok && len(have) > 0 {
+		return nil // attached already (the start event and the start call both ask)
+	}
 	specs, err := parseCIDRs(weaveCIDRValue(ct.Config.Env))
 	if err != nil {
 		return err
@@ -73,7 +77,11 @@ func (p *Proxy) attach(ctx context.Context, id string) error {
 		}
 	}
 	// ethwe last: weavewait lets the command run once it is up.
-	if err := p.cfg.Network.Attach(ct.ID, ct.State.Pid, addrs, p.cfg.NoMulticastRoute); err != nil {
+	if err := p.cfg.Network.Attach(ct.ID, ct.State.Pid, addrs, p.cfg.NoMulticastRoute); errors.Is(err, os.ErrNotExist) {
+		// It exited meanwhile (its die event may be handled already).
+		p.releaseLocked(ct.ID)
+		return nil
+	} else if err != nil {
 		return err
 	}
 	p.register(ct.ID, fqdn, addrs)
@@ -148,6 +156,11 @@ func (p *Proxy) release(ctx context.Context, id string, destroyed bool) {
 			return
 		}
 	}
+	p.releaseLocked(id)
+}
+
+// releaseLocked frees id's addresses and names; the caller holds its lock.
+func (p *Proxy) releaseLocked(id string) {
 	if err := p.cfg.Network.Release(id); err != nil {
 		p.log.Warn("cannot release the addresses of a stopped container", "container", shortID(id), "err", err)
 	}

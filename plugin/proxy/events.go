@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"errors"
+	"os"
 	"log/slog"
 	"time"
 
@@ -83,7 +85,9 @@ func (p *Proxy) handle(ctx context.Context, m events.Message) {
 	id := m.Actor.ID
 	switch m.Action {
 	case events.ActionStart:
-		if err := p.attach(ctx, id); err != nil {
+		if err := p.attach(ctx, id); errors.Is(err, os.ErrNotExist) {
+			p.log.Debug("container exited before it could be attached", "container", shortID(id), "err", err)
+		} else if err != nil {
 			p.log.Warn("cannot attach a started container", "container", shortID(id), "err", err)
 		}
 	case events.ActionDie:

@@ -177,7 +177,7 @@ func (d *dockerHost) importImage() {
 		}
 	}
 	copyFile(d.t, "/bin/busybox", filepath.Join(rootfs, "bin", "busybox"))
-	for _, a := range []string{"sh", "ping", "ip", "sleep"} {
+	for _, a := range []string{"sh", "ping", "ip", "sleep", "cat", "echo", "nslookup", "seq", "true"} {
 		if err := os.Symlink("busybox", filepath.Join(rootfs, "bin", a)); err != nil {
 			d.t.Fatal(err)
 		}

@@ -15,12 +15,17 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
+	"time"
 
 	"github.com/seedf75a49c6/weave/internal/netdev"
 	"github.com/seedf75a49c6/weave/ipam"
 	"github.com/seedf75a49c6/weave/ipam/address"
 	"github.com/seedf75a49c6/weave/plugin/proxy"
 )
+
+// staleVethWait bounds the wait for a restarted container's old veth.
+const staleVethWait = 5 * time.Second
 
 // ProxyConfig is the Docker API proxy's part of Config (2.8.1's flag names).
 type ProxyConfig struct {
@@ -227,10 +232,18 @@ func (n *proxyNetwork) netns(pid int) string {
 
 func (n *proxyNetwork) Attach(id string, pid int, addrs []netip.Prefix, noMcast bool) error {
 	ns := n.netns(pid)
-	_, err := netdev.AttachContainer(netdev.AttachConfig{
+	cfg := netdev.AttachConfig{
 		Bridge: n.d.cfg.Bridge, NetNS: ns, ContainerID: id, IfName: containerIf,
 		Addrs: addrs, NoMulticastRoute: noMcast,
-	})
+	}
+	// A restarted container's old veth goes with its old namespace, which
+	// the kernel tears down asynchronously: wait for the name to be free.
+	deadline := time.Now().Add(staleVethWait)
+	_, err := netdev.AttachContainer(cfg)
+	for errors.Is(err, syscall.EEXIST) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		_, err = netdev.AttachContainer(cfg)
+	}
 	if err != nil {
 		return err
 	}
