@@ -38,10 +38,19 @@ func (p *Proxy) proxied(ct container.InspectResponse) bool {
 // allocated under its ID), /etc/hosts, ethwe, weaveDNS names. Calling it
 // again for the same container changes nothing.
 func (p *Proxy) attach(ctx context.Context, id string) error {
-	unlock := p.lock(id)
-	defer unlock()
+	// The lock is the full ID's: a call may name the container by name.
 	res, err := p.engine.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
-	if err != nil {
+	if cerrdefs.IsNotFound(err) {
+		return nil // gone already (docker run --rm of a short command)
+	} else if err != nil {
+		return fmt.Errorf("inspect: %w", err)
+	}
+	unlock := p.lock(res.Container.ID)
+	defer unlock()
+	res, err = p.engine.ContainerInspect(ctx, res.Container.ID, client.ContainerInspectOptions{})
+	if cerrdefs.IsNotFound(err) {
+		return nil
+	} else if err != nil {
 		return fmt.Errorf("inspect: %w", err)
 	}
 	ct := res.Container
