@@ -25,6 +25,7 @@ type dockerContainer struct {
 		Hostname   string
 		Domainname string
 	}
+	HostsPath string
 }
 
 // fakeDocker serves /_ping, GET /containers/json and

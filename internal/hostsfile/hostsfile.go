@@ -35,7 +35,7 @@ func ParseHost(s string) (Host, error) {
 
 // Render is the file: the container's names on each of its weave
 // addresses, the static entries, then the usual loopback lines.
-func Render(fqdn string, addrs []netip.Addr, extra []Host) []byte {
+func Render(fqdn string, addrs []netip.Prefix, extra []Host) []byte {
 	var b bytes.Buffer
 	b.WriteString("# written by weave: the container's weave addresses first\n")
 	names := fqdn
@@ -44,7 +44,7 @@ func Render(fqdn string, addrs []netip.Addr, extra []Host) []byte {
 	}
 	if names != "" {
 		for _, a := range addrs {
-			fmt.Fprintf(&b, "%s\t%s\n", a, names)
+			fmt.Fprintf(&b, "%s\t%s\n", a.Addr(), names)
 		}
 	}
 	for _, h := range extra {
@@ -62,7 +62,7 @@ func Render(fqdn string, addrs []netip.Addr, extra []Host) []byte {
 // Write replaces path (the host side of a container's /etc/hosts, which
 // the container has bind-mounted) in place: the mount pins the inode, so
 // the file is truncated and rewritten rather than renamed over.
-func Write(path, fqdn string, addrs []netip.Addr, extra []Host) error {
+func Write(path, fqdn string, addrs []netip.Prefix, extra []Host) error {
 	if path == "" || !filepath.IsAbs(path) {
 		return fmt.Errorf("hosts file %q: want an absolute path", path)
 	}

@@ -113,11 +113,7 @@ func (p *Proxy) rewriteHosts(ct container.InspectResponse, fqdn string, addrs []
 			extra = append(extra, h)
 		}
 	}
-	ips := make([]netip.Addr, len(addrs))
-	for i, a := range addrs {
-		ips[i] = a.Addr()
-	}
-	return hostsfile.Write(ct.HostsPath, fqdn, ips, extra)
+	return hostsfile.Write(ct.HostsPath, fqdn, addrs, extra)
 }
 
 // register names the container in weaveDNS when its name is in the domain.
