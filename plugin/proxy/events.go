@@ -3,8 +3,8 @@ package proxy
 import (
 	"context"
 	"errors"
-	"os"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/moby/moby/api/types/events"

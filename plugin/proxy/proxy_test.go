@@ -169,7 +169,7 @@ func TestUpstreamAway(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	resp, err := unixClient(dir+"/p.sock").Get("http://docker/v1.41/info")
+	resp, err := unixClient(dir + "/p.sock").Get("http://docker/v1.41/info")
 	if err != nil {
 		t.Fatal(err)
 	}
