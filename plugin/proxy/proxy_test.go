@@ -4,16 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -25,6 +19,8 @@ import (
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/events"
+
+	"github.com/seedf75a49c6/weave/internal/testutil"
 )
 
 // fakeDockerd serves the calls the tests make, on a unix socket.
@@ -271,15 +267,14 @@ func TestListeners(t *testing.T) {
 	}
 	p3.Close()
 
-	ca, caKey := newCert(t, nil, nil, "ca")
-	srvCert, _ := newCert(t, ca, caKey, "127.0.0.1")
-	cliCert, _ := newCert(t, ca, caKey, "client")
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.Leaf)
+	ca := testutil.NewCA(t)
+	srvCert, _, _ := ca.Issue("127.0.0.1")
+	cliCert, _, _ := ca.Issue("client")
+	pool := ca.Pool
 	lAddr := freeTCP(t)
 	p4, _, _, _ := testProxy(t, func(c *Config) {
 		c.Listen = []string{"tcp://" + lAddr}
-		c.TLS = &tls.Config{Certificates: []tls.Certificate{*srvCert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert}
+		c.TLS = &tls.Config{Certificates: []tls.Certificate{srvCert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert}
 	})
 	if err := p4.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -289,7 +284,7 @@ func TestListeners(t *testing.T) {
 		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: certs}}}
 		return c.Get("https://" + lAddr + "/_ping")
 	}
-	if resp, err := get([]tls.Certificate{*cliCert}); err != nil {
+	if resp, err := get([]tls.Certificate{cliCert}); err != nil {
 		t.Fatalf("TLS client with a certificate: %v", err)
 	} else {
 		resp.Body.Close() // 502: the fake Docker API is away; the TLS handshake is what counts
@@ -307,30 +302,4 @@ func freeTCP(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
-}
-
-func newCert(t *testing.T, parent *tls.Certificate, parentKey *ecdsa.PrivateKey, cn string) (*tls.Certificate, *ecdsa.PrivateKey) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
-	if ip := net.ParseIP(cn); ip != nil {
-		tmpl.IPAddresses = []net.IP{ip}
-	}
-	signer, signKey := tmpl, key
-	if parent == nil {
-		tmpl.IsCA, tmpl.BasicConstraintsValid, tmpl.KeyUsage = true, true, x509.KeyUsageCertSign|x509.KeyUsageDigitalSignature
-	} else {
-		signer, signKey = parent.Leaf, parentKey
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, &key.PublicKey, signKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, _ := x509.ParseCertificate(der)
-	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, key
 }

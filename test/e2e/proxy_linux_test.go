@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seedf75a49c6/weave/internal/netnstest"
+	"github.com/seedf75a49c6/weave/internal/testutil"
 )
 
 // TestDockerProxy runs Weave 2.8.1's proxy scenarios (its tests 605-690)
@@ -334,7 +335,10 @@ func (p *proxyHost) checkRouterRestart(p1 dockerCtr, h1 *netnstest.Host, c3NS st
 		p.t.Fatalf("%s has ethwe with no router running: %q", p1.name, out)
 	}
 	tcp := freeLoopbackAddr(p.t)
-	if out, err := p.weave("launch", "--nickname", "root-"+p.tag, "--rewrite-inspect", "-H", p.host, "-H", "tcp://"+tcp, h1.IP); err != nil {
+	certs := p.t.TempDir() // docker's DOCKER_CERT_PATH layout, and the proxy's server pair
+	testutil.NewCA(p.t).WriteFiles(certs, map[string]string{"": "client", "server-": "127.0.0.1"})
+	if out, err := p.weave("launch", "--nickname", "root-"+p.tag, "--rewrite-inspect", "-H", p.host, "-H", "tcp://"+tcp,
+		"--tlsverify", "--tlscacert", certs+"/ca.pem", "--tlscert", certs+"/server-cert.pem", "--tlskey", certs+"/server-key.pem", h1.IP); err != nil {
 		p.t.Fatalf("relaunch: %v %s", err, out)
 	}
 	var ip string
@@ -356,11 +360,19 @@ func (p *proxyHost) checkRouterRestart(p1 dockerCtr, h1 *netnstest.Host, c3NS st
 	if got, err := p.get("/proxyaddrs"); err != nil || got != p.host+" tcp://"+tcp {
 		p.t.Fatalf("GET /proxyaddrs: %v %q, want %q", err, got, p.host+" tcp://"+tcp)
 	}
+	inspect := []string{"inspect", "-f", "{{.NetworkSettings.IPAddress}}", p1.name}
 	for _, host := range []string{p.host, "tcp://" + tcp} {
-		got, err := dockerAt(host, "inspect", "-f", "{{.NetworkSettings.IPAddress}}", p1.name)
+		args := inspect
+		if strings.HasPrefix(host, "tcp:") { // 670: docker's own TLS client against --tlsverify
+			args = append([]string{"--tlsverify", "--tlscacert", certs + "/ca.pem", "--tlscert", certs + "/cert.pem", "--tlskey", certs + "/key.pem"}, inspect...)
+		}
+		got, err := dockerAt(host, args...)
 		if err != nil || got != ip {
 			p.t.Fatalf("docker -H %s inspect (--rewrite-inspect): %v %q, want %s", host, err, got, ip)
 		}
+	}
+	if out, err := dockerAt("tcp://"+tcp, append([]string{"--tls", "--tlscacert", certs + "/ca.pem"}, inspect...)...); err == nil {
+		p.t.Fatalf("docker without a client certificate was served under --tlsverify: %q", out)
 	}
 	if got := mustDocker(p.t, "inspect", "-f", "{{.NetworkSettings.IPAddress}}", p1.name); got == ip {
 		p.t.Fatalf("Docker's own inspect shows the weave address %s: the rewrite must be the proxy's", ip)
