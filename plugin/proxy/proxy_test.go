@@ -271,7 +271,7 @@ func TestListeners(t *testing.T) {
 	srvCert, _, _ := ca.Issue("127.0.0.1")
 	cliCert, _, _ := ca.Issue("client")
 	pool := ca.Pool
-	lAddr := freeTCP(t)
+	lAddr := testutil.FreeLoopbackAddr(t)
 	p4, _, _, _ := testProxy(t, func(c *Config) {
 		c.Listen = []string{"tcp://" + lAddr}
 		c.TLS = &tls.Config{Certificates: []tls.Certificate{srvCert}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert}
@@ -292,14 +292,4 @@ func TestListeners(t *testing.T) {
 	if _, err := get(nil); err == nil {
 		t.Fatal("TLS client without a certificate was served under --tlsverify")
 	}
-}
-
-func freeTCP(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

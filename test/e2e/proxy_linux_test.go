@@ -25,17 +25,7 @@ import (
 // containers in a /28 do not exhaust it; big chunked and hijacked streams
 // pass; unix and TCP listeners, --rewrite-inspect, status and report.
 func TestDockerProxy(t *testing.T) {
-	d := newDockerHost(t)
-	d.forceForwardDrop()
-	h1 := d.tp.Host(1)
-	d.launch(h1.IP)
-	if _, err := d.tp.StartRouter(h1, "--no-fastdp", rootIP); err != nil {
-		t.Fatal(err)
-	}
-	netnstest.WaitFor(t, dockerWait, "h1 connected to the root router", func() error {
-		out, err := d.tp.Weave(h1, "status", "connections")
-		return expectIn(out, err, "established")
-	})
+	d, h1 := startDockerHosts(t)
 	px := d.proxyEnv()
 	c3 := d.tp.AddContainer(h1, "c3", "net:default")
 	c3IP := containerIP(t, c3.NS)
