@@ -328,7 +328,8 @@ func (p *proxyHost) checkRouterRestart(p1 dockerCtr, h1 *netnstest.Host, c3NS st
 	certs := p.t.TempDir() // docker's DOCKER_CERT_PATH layout, and the proxy's server pair
 	testutil.NewCA(p.t).WriteFiles(certs, map[string]string{"": "client", "server-": "127.0.0.1"})
 	if out, err := p.weave("launch", "--nickname", "root-"+p.tag, "--rewrite-inspect", "-H", p.host, "-H", "tcp://"+tcp,
-		"--tlsverify", "--tlscacert", certs+"/ca.pem", "--tlscert", certs+"/server-cert.pem", "--tlskey", certs+"/server-key.pem", h1.IP); err != nil {
+		"--tlsverify", "--tlscacert", certs+"/ca.pem", "--tlscert", certs+"/server-cert.pem", "--tlskey", certs+"/server-key.pem",
+		"--hostname-match", "^"+p.tag+"-(.*)$", "--hostname-replacement", "x-$1", h1.IP); err != nil {
 		p.t.Fatalf("relaunch: %v %s", err, out)
 	}
 	var ip string
@@ -367,7 +368,12 @@ func (p *proxyHost) checkRouterRestart(p1 dockerCtr, h1 *netnstest.Host, c3NS st
 	if got := mustDocker(p.t, "inspect", "-f", "{{.NetworkSettings.IPAddress}}", p1.name); got == ip {
 		p.t.Fatalf("Docker's own inspect shows the weave address %s: the rewrite must be the proxy's", ip)
 	}
-	mustDocker(p.t, "rm", "-f", p1.name)
+	hm := p.run("hm") // 680: the DNS name through --hostname-match and --hostname-replacement
+	out, err := p.weave("dns-lookup", "x-hm.weave.local")
+	if err := expectIn(out, err, hm.ip); err != nil {
+		p.t.Fatalf("%s under --hostname-match %q --hostname-replacement x-$1: %v", hm.name, "^"+p.tag+"-(.*)$", err)
+	}
+	mustDocker(p.t, "rm", "-f", p1.name, hm.name)
 	netnstest.WaitFor(p.t, dockerWait, ip+" released after docker rm", func() error {
 		if p.owns(ip) {
 			return fmt.Errorf("GET /ip still lists %s", ip)
