@@ -19,6 +19,7 @@ import (
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/events"
+	"github.com/moby/moby/client"
 
 	"github.com/seedf75a49c6/weave/internal/testutil"
 )
@@ -292,4 +293,55 @@ func TestListeners(t *testing.T) {
 	if _, err := get(nil); err == nil {
 		t.Fatal("TLS client without a certificate was served under --tlsverify")
 	}
+}
+
+// TestCatchUpAfterEventsLost: when Docker's event stream breaks (dockerd
+// restarting), the proxy subscribes again and attaches the running
+// proxied containers that have no ethwe, as after dockerd restarted them.
+func TestCatchUpAfterEventsLost(t *testing.T) {
+	eng, nw := newFakeEngine(), newFakeNet()
+	errs, subscribed := make(chan error, 1), make(chan struct{}, 4)
+	p, _, _, _ := testProxy(t, func(c *Config) {
+		c.Engine, c.Network = &brokenEvents{fakeEngine: eng, errs: errs, subscribed: subscribed}, nw
+	})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	<-subscribed // the first catch-up has listed the containers: none yet
+	eng.mu.Lock()
+	eng.containers["c9"] = container.InspectResponse{ID: "c9",
+		Config: &container.Config{Entrypoint: []string{"/w/w", "sleep"}}, State: &container.State{Running: true, Pid: 9999}}
+	eng.mu.Unlock()
+	errs <- io.ErrUnexpectedEOF // dockerd went away; it comes back with c9 restarted
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, addrs, ok := nw.Addrs(9999); ok && len(addrs) == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("c9 not attached after the event stream came back")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type brokenEvents struct {
+	*fakeEngine
+	errs       chan error
+	subscribed chan struct{}
+}
+
+func (b *brokenEvents) Events(context.Context, client.EventsListOptions) client.EventsResult {
+	return client.EventsResult{Messages: b.msgs, Err: b.errs}
+}
+
+func (b *brokenEvents) ContainerList(ctx context.Context, o client.ContainerListOptions) (client.ContainerListResult, error) {
+	defer func() {
+		select {
+		case b.subscribed <- struct{}{}:
+		default:
+		}
+	}()
+	return b.fakeEngine.ContainerList(ctx, o)
 }

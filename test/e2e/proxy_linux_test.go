@@ -251,7 +251,8 @@ func (p *proxyHost) checkEntrypoints() {
 }
 
 // checkStreams (655): a 400 kB foreground output (hijacked attach, its
-// write side closed first by docker run) and the same as chunked logs.
+// write side closed first by docker run), the same as chunked logs, and
+// 120 kB of stdin through docker run -i back out of cat.
 func (p *proxyHost) checkStreams() {
 	p.t.Helper()
 	name := p.tag + "-big"
@@ -266,6 +267,15 @@ func (p *proxyHost) checkStreams() {
 		p.t.Fatalf("docker logs through the proxy: %d bytes, directly %d bytes", len(logs), len(direct))
 	}
 	p.must("rm", name)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := osexec.CommandContext(ctx, "docker", "run", "-i", "--rm", "--label", p.label, p.image, "cat")
+	cmd.Env = append(cmd.Environ(), "DOCKER_HOST="+p.host)
+	cmd.Stdin = strings.NewReader(strings.Repeat("stdin through the proxy\n", 5000))
+	got, err := cmd.Output()
+	if err != nil || string(got) != strings.Repeat("stdin through the proxy\n", 5000) {
+		p.t.Fatalf("docker run -i ... cat through the proxy: %v, %d bytes back of %d", err, len(got), 5000*24)
+	}
 }
 
 // checkStatus: weave status and report show the proxy's address; weave ps
