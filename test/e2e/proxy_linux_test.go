@@ -248,6 +248,17 @@ func (p *proxyHost) checkEntrypoints() {
 			p.t.Fatalf("docker %s: %q, want %q", strings.Join(args, " "), out, tc.want)
 		}
 	}
+	// Older API versions (the CLI speaks them as asked) go through too.
+	for _, v := range []string{"1.24", "1.30"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		cmd := osexec.CommandContext(ctx, "docker", "run", "--rm", "--label", p.label, p.image, "sh", "-c", "ip -4 -o addr show dev ethwe")
+		cmd.Env = append(cmd.Environ(), "DOCKER_HOST="+p.host, "DOCKER_API_VERSION="+v)
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil || !strings.Contains(string(out), "inet 10.") {
+			p.t.Fatalf("docker run with API %s through the proxy: %v %q; want ethwe with an address", v, err, out)
+		}
+	}
 }
 
 // checkStreams (655): a 400 kB foreground output (hijacked attach, its
