@@ -47,6 +47,7 @@ func TestDockerProxy(t *testing.T) {
 	px.checkRestart(p1)
 	px.checkShortLived()
 	px.checkRouterRestart(p1, h1, c3.NS)
+	px.checkNoDefaultIPAM(h1)
 }
 
 // proxyHost drives docker through the proxy.
@@ -332,6 +333,33 @@ func (p *proxyHost) checkShortLived() {
 		}
 	}
 	p.t.Logf("50 short-lived containers in a /28 in %v", time.Since(start).Round(time.Millisecond))
+}
+
+// checkNoDefaultIPAM (660, 630): relaunched with --no-default-ipalloc and
+// --without-dns, a container without WEAVE_CIDR stays off weave, one with
+// WEAVE_CIDR=net:default goes on without a weaveDNS name or resolver.
+func (p *proxyHost) checkNoDefaultIPAM(h1 *netnstest.Host) {
+	p.t.Helper()
+	if out, err := p.weave("stop"); err != nil {
+		p.t.Fatalf("stop: %v %s", err, out)
+	}
+	if out, err := p.weave("launch", "--nickname", "root-"+p.tag, "--no-default-ipalloc", "--without-dns", h1.IP); err != nil {
+		p.t.Fatalf("relaunch: %v %s", err, out)
+	}
+	off := p.tag + "-off"
+	p.must("create", "--label", p.label, "--name", off, p.image, "true")
+	if ep := p.must("inspect", "-f", "{{json .Config.Entrypoint}}", off); ep != "null" && ep != "[]" {
+		p.t.Fatalf("no WEAVE_CIDR under --no-default-ipalloc: entrypoint %s, want the container left alone", ep)
+	}
+	p.must("rm", off)
+	on := p.run("on", "-e", "WEAVE_CIDR=net:default")
+	if out, err := p.weave("dns-lookup", on.name+".weave.local"); err == nil && strings.TrimSpace(out) != "" {
+		p.t.Fatalf("--without-dns: %s has a weaveDNS name: %q", on.name, out)
+	}
+	if resolv := mustDocker(p.t, "exec", on.name, "cat", "/etc/resolv.conf"); strings.Contains(resolv, "weave.local") {
+		p.t.Fatalf("--without-dns: resolv.conf of %s names weave.local:\n%s", on.name, resolv)
+	}
+	mustDocker(p.t, "rm", "-f", on.name)
 }
 
 // checkRouterRestart (640, 690, 605): a container restarted while the
