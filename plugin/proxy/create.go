@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -33,7 +34,11 @@ func (p *Proxy) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := strings.TrimPrefix(r.URL.Query().Get("name"), "/")
-	if nb, err := p.rewriteCreate(r.Context(), name, body); err != nil {
+	var ce *cidrError
+	if nb, err := p.rewriteCreate(r.Context(), name, body); errors.As(err, &ce) {
+		writeError(w, http.StatusBadRequest, "weave proxy: "+err.Error())
+		return
+	} else if err != nil {
 		p.log.Warn("container create passed on unchanged", "name", name, "err", err)
 	} else {
 		body = nb
@@ -199,6 +204,11 @@ func (p *Proxy) deriveHostname(name string, labels map[string]string) string {
 	return h
 }
 
+// cidrError is a WEAVE_CIDR the proxy cannot use: create is refused (400).
+type cidrError struct{ msg string }
+
+func (e *cidrError) Error() string { return e.msg }
+
 // cidrSpec is one WEAVE_CIDR word: an address, or a subnet to allocate in
 // (the zero prefix for IPAM's default subnet).
 type cidrSpec struct {
@@ -223,7 +233,7 @@ func parseCIDRs(v string) ([]cidrSpec, error) {
 		s = strings.TrimPrefix(s, "ip:")
 		pfx, err := netip.ParsePrefix(s)
 		if err != nil || !pfx.Addr().Is4() {
-			return nil, fmt.Errorf("%s=%q: %q is not an IPv4 address/prefix, ip:CIDR, net:CIDR or net:default", CIDREnv, v, w)
+			return nil, &cidrError{fmt.Sprintf("%s=%q: %q is not an IPv4 address/prefix, ip:CIDR, net:CIDR or net:default", CIDREnv, v, w)}
 		}
 		if isNet {
 			pfx = pfx.Masked()

@@ -155,6 +155,16 @@ func TestPassThrough(t *testing.T) {
 	if !strings.Contains(created, `"Entrypoint":["/w/w"]`) || !strings.Contains(created, `"Hostname":"web"`) {
 		t.Fatalf("dockerd got create body %s, want it rewritten", created)
 	}
+	// unversioned path; a WEAVE_CIDR we cannot use is refused, naming it
+	resp, err = c.Post("http://docker/containers/create", "application/json", strings.NewReader(`{"Image":"busybox","Env":["WEAVE_CIDR=10.2.1.1"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `\"10.2.1.1\" is not an IPv4 address/prefix`) {
+		t.Fatalf("create with WEAVE_CIDR=10.2.1.1: %d %s", resp.StatusCode, body)
+	}
 }
 
 func TestUpstreamAway(t *testing.T) {

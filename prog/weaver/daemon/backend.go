@@ -35,8 +35,9 @@ type backend struct {
 	dnsServer *dns.Server
 	live      atomic.Pointer[liveness.Detector] // nil with --no-liveness
 	nicks     sync.Map                          // peer name -> nickname, for liveness status
-	// proxyAddrs are the Docker API proxy's listen addresses (nil when off)
-	proxyAddrs []string
+	// proxyAddrs are the Docker API proxy's listen addresses (nil when off);
+	// set at start-up while the HTTP API already answers
+	proxyAddrs atomic.Pointer[[]string]
 }
 
 var _ httpapi.Backend = (*backend)(nil)
@@ -60,8 +61,8 @@ func (b *backend) Report() httpapi.Report {
 		addDNS(&rep, b.dns, b.dnsServer)
 	}
 	b.addLiveness(&rep)
-	if b.proxyAddrs != nil {
-		rep.Proxy = &httpapi.ProxyReport{Addresses: b.proxyAddrs}
+	if a := b.proxyAddrs.Load(); a != nil {
+		rep.Proxy = &httpapi.ProxyReport{Addresses: *a}
 	}
 	return rep
 }

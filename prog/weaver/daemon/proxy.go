@@ -174,7 +174,8 @@ func (d *daemon) startProxy(ctx context.Context, b *backend) error {
 		return err
 	}
 	d.onStop(p.Close)
-	b.proxyAddrs = p.Addrs()
+	addrs := p.Addrs()
+	b.proxyAddrs.Store(&addrs)
 	return nil
 }
 
