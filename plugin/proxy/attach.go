@@ -214,7 +214,5 @@ func (p *Proxy) rewriteInspect(resp *http.Response) error {
 	return nil
 }
 
-var errNoIPAM = errors.New("no IPAM (--ipalloc-range \"\"): give the container an address with WEAVE_CIDR=a.b.c.d/n")
-
 // ErrNoIPAM is what a Network without IPAM answers to Allocate.
-var ErrNoIPAM = errNoIPAM
+var ErrNoIPAM = errors.New("no IPAM (--ipalloc-range \"\"): give the container an address with WEAVE_CIDR=a.b.c.d/n")
