@@ -132,6 +132,12 @@ func (p *proxyHost) checkWaitForEthwe() {
 	if !strings.Contains(out, "inet 10.") {
 		p.t.Fatalf("the command did not see ethwe with an address when it started: %q", out)
 	}
+	// a non-root user runs /w/w too, and its /etc/hosts is rewritten (615)
+	out = p.must("run", "--rm", "--label", p.label, "--name", p.tag+"-nobody", "-u", "65534:65534", p.image,
+		"sh", "-c", "ip -4 -o addr show dev ethwe; cat /etc/hosts")
+	if !strings.Contains(out, "inet 10.") || !strings.Contains(out, "\t"+p.tag+"-nobody.weave.local "+p.tag+"-nobody\n") {
+		p.t.Fatalf("non-root container through the proxy:\n%s\nwant ethwe with an address and its name in /etc/hosts", out)
+	}
 	_, err := p.docker("run", "--rm", "--label", p.label, p.image, "sh", "-c", "exit 3")
 	if ee, ok := cause(err).(*osexec.ExitError); !ok || ee.ExitCode() != 3 {
 		p.t.Fatalf("exit 3 through the proxy: %v; want exit code 3", err)
