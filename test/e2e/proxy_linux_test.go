@@ -338,7 +338,13 @@ func (p *proxyHost) checkShortLived() {
 			p.t.Fatalf("short-lived container %d in a /28: %v", i, err)
 		}
 	}
-	p.t.Logf("50 short-lived containers in a /28 in %v", time.Since(start).Round(time.Millisecond))
+	through := time.Since(start) / 50
+	start = time.Now()
+	for range 10 { // the same without the proxy, for the log's comparison
+		mustDocker(p.t, "run", "--rm", "--label", p.label, p.image, "true")
+	}
+	p.t.Logf("docker run --rm true: %v each through the proxy (50 in a /28), %v each directly",
+		through.Round(time.Millisecond), (time.Since(start) / 10).Round(time.Millisecond))
 }
 
 // checkNoDefaultIPAM (660, 630): relaunched with --no-default-ipalloc and
