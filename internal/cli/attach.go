@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/seedf75a49c6/weave/internal/api"
+	"github.com/seedf75a49c6/weave/internal/hostsfile"
 )
 
 // errNoIPAM is returned for forms that need an IP allocator.
@@ -87,9 +88,18 @@ func runAttach(ctx context.Context, c *cmd, args []string) error {
 	if err != nil {
 		return err
 	}
+	if a.rewriteHosts && t.HostsPath == "" {
+		return fmt.Errorf("attach %s: --rewrite-hosts needs a Docker container (a namespace has no /etc/hosts of its own)", a.target)
+	}
 	addrs, err := c.attachAddrs(ctx, t.ID, a.addrs)
 	if err != nil {
 		return err
+	}
+	if a.rewriteHosts {
+		if err := hostsfile.Write(t.HostsPath, orDefault(strings.TrimSuffix(name, "."), t.Hostname), addrs, a.addHosts); err != nil {
+			c.releaseAll(ctx, t.ID, addrs)
+			return fmt.Errorf("attach %s: %w", a.target, err)
+		}
 	}
 	_, err = c.Kernel.AttachContainer(AttachRequest{
 		Bridge: c.Bridge, NetNS: t.NetNS, ContainerID: t.vethID(), IfName: ContainerIf,

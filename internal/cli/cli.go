@@ -31,6 +31,10 @@ type Config struct {
 	Debug    bool   // WEAVE_DEBUG -> --log-level=debug, and debug logs here
 
 	DockerSocket string // from DOCKER_HOST=unix://..., default /var/run/docker.sock
+	// OrigDockerHost is DOCKER_HOST (weave env keeps it in ORIG_DOCKER_HOST),
+	// RestoreDockerHost is ORIG_DOCKER_HOST (weave env --restore).
+	OrigDockerHost, RestoreDockerHost string
+	DockerBridge                      string // DOCKER_BRIDGE, default docker0
 	// DockerPIDFile is dockerd's pid file (default /var/run/docker.pid):
 	// launch turns the plugin on only in dockerd's network namespace.
 	DockerPIDFile string
@@ -63,6 +67,9 @@ func ConfigFromEnv(getenv func(string) string) Config {
 		NoFastDP:   getenv("WEAVE_NO_FASTDP") != "",
 		Debug:      getenv("WEAVE_DEBUG") != "",
 		BinDir:     getenv("WEAVE_BIN_DIR"),
+
+		OrigDockerHost: getenv("DOCKER_HOST"), RestoreDockerHost: getenv("ORIG_DOCKER_HOST"),
+		DockerBridge: getenv("DOCKER_BRIDGE"),
 	}
 	if h := getenv("DOCKER_HOST"); strings.HasPrefix(h, "unix://") {
 		c.DockerSocket = strings.TrimPrefix(h, "unix://")
@@ -82,6 +89,7 @@ func (c Config) withDefaults() Config {
 	def(&c.Bridge, "weave")
 	def(&c.DockerSocket, "/var/run/docker.sock")
 	def(&c.DockerPIDFile, "/var/run/docker.pid")
+	def(&c.DockerBridge, "docker0")
 	def(&c.NetnsDir, "/var/run/netns")
 	def(&c.ProcDir, "/proc")
 	if c.LaunchTimeout == 0 {
@@ -145,6 +153,8 @@ func init() {
 		"expose": runExpose, "hide": runHide, "rmpeer": runRmpeer, "setup-cni": runSetupCNI,
 	}
 	for v, f := range map[string]verb{
+		"env": runEnv, "config": runConfig, "prime": runPrime,
+		"bridge-type": runBridgeType, "docker-bridge-ip": runDockerBridgeIP, "attach-bridge": runAttachBridge,
 		"dns-add": runDNSAdd, "dns-remove": runDNSRemove, "dns-lookup": runDNSLookup, "dns-args": runDNSArgs,
 	} {
 		verbs[v] = f
@@ -207,11 +217,19 @@ weave connect       [--replace] [<peer> ...]
 weave forget        <peer> ...
 weave rmpeer        <peer_id> ...
 
-weave attach        [<addr> ...] [--no-multicast-route] [--name <fqdn> | --without-dns] <target>
+weave attach        [<addr> ...] [--no-multicast-route] [--name <fqdn> | --without-dns]
+                    [--rewrite-hosts] [--add-host <host>:<ip> ...] <target>
 weave detach        [<addr> ...] <target>
 weave ps            [<target> ...]
 weave expose        [<addr> ...] [--without-masquerade]
 weave hide          [<cidr> ...]
+
+weave env           [--restore]
+weave config
+weave prime
+weave attach-bridge [<bridge>]
+weave bridge-type
+weave docker-bridge-ip
 
 weave dns-add       [<ip_address> ...] [<target>] [-h <fqdn>]
 weave dns-remove    [<ip_address> ...] [<target>] [-h <fqdn>]

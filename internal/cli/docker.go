@@ -77,7 +77,7 @@ func (c *cmd) dockerTarget(ctx context.Context, name string) (target, error) {
 			host += "." + ct.Config.Domainname
 		}
 	}
-	return target{ID: ct.ID, NetNS: c.procNetNS(ct.State.Pid), Hostname: host}, nil
+	return target{ID: ct.ID, NetNS: c.procNetNS(ct.State.Pid), Hostname: host, HostsPath: ct.HostsPath}, nil
 }
 
 func (c *cmd) procNetNS(pid int) string {

@@ -237,3 +237,10 @@ func deadAddr(t *testing.T) string {
 	l.Close()
 	return addr
 }
+
+func (k *fakeKernel) AttachBridge(weave, other string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.log("attach-bridge %s %s", weave, other)
+	return k.failWith
+}

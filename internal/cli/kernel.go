@@ -36,6 +36,8 @@ type Kernel interface {
 	// the namespace and the IPv4 addresses of all of them (the Docker
 	// plugin's ethwe0, ethwe1, ...); ok=false when there is none.
 	MeshAddrs(netnsPath string) (mac net.HardwareAddr, addrs []netip.Prefix, ok bool, err error)
+	// AttachBridge joins bridge other to the weave bridge (weave attach-bridge).
+	AttachBridge(weave, other string) error
 }
 
 // errNoKernel is what kernel verbs report when Config.Kernel is unset.
@@ -55,6 +57,7 @@ func (noKernel) Hide(string, netip.Prefix) error { return errNoKernel }
 func (noKernel) BridgeAddrs(string) (net.HardwareAddr, []netip.Prefix, bool, error) {
 	return nil, nil, false, errNoKernel
 }
+func (noKernel) AttachBridge(string, string) error { return errNoKernel }
 func (noKernel) MeshAddrs(string) (net.HardwareAddr, []netip.Prefix, bool, error) {
 	return nil, nil, false, errNoKernel
 }

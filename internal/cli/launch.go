@@ -125,12 +125,19 @@ func (c *cmd) weaverFlags(l launchArgs) []string {
 	return out
 }
 
-// pluginFlags turns the Docker plugin on, as 2.8.1's launch does, when a
-// Docker engine answers on --docker-api (default: DOCKER_HOST's socket or
-// /var/run/docker.sock) and we are in the host's network namespace;
-// --plugin, --no-plugin or --docker-api "" leave the choice to the user.
-func (c *cmd) pluginFlags(ctx context.Context, l launchArgs) []string {
-	if l.bools["plugin"] || l.bools["no-plugin"] {
+// dockerFlags turn the Docker plugin and the Docker API proxy on, as
+// 2.8.1's launch does, when a Docker engine answers on --docker-api
+// (default: DOCKER_HOST's socket or /var/run/docker.sock) and we are in
+// the host's network namespace; --plugin/--no-plugin, --proxy/--no-proxy
+// or --docker-api "" leave each choice to the user.
+func (c *cmd) dockerFlags(ctx context.Context, l launchArgs) []string {
+	var on []string
+	for _, s := range []string{"plugin", "proxy"} {
+		if !l.bools[s] && !l.bools["no-"+s] {
+			on = append(on, "--"+s)
+		}
+	}
+	if len(on) == 0 {
 		return nil
 	}
 	host, given := l.given["docker-api"]
@@ -138,13 +145,13 @@ func (c *cmd) pluginFlags(ctx context.Context, l launchArgs) []string {
 		host = c.dockerHost()
 	}
 	if host == "" || !c.hostNetns() || !dockerAnswers(ctx, host) {
-		c.Logger.Debug("Docker plugin off", "docker-api", host, "host-netns", c.hostNetns())
+		c.Logger.Debug("Docker plugin and proxy off", "docker-api", host, "host-netns", c.hostNetns())
 		return nil
 	}
 	if given {
-		return []string{"--plugin"}
+		return on
 	}
-	return []string{"--plugin", "--docker-api=" + host}
+	return append(on, "--docker-api="+host)
 }
 
 // waitReady polls until GET /status answers 200, the process exits, or

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+
+	"github.com/seedf75a49c6/weave/internal/hostsfile"
 	"net/netip"
 	"strings"
 )
@@ -68,8 +70,10 @@ type attachArgs struct {
 	addrs            []addrSpec // empty = net:default
 	target           string
 	noMulticastRoute bool
-	name             string // --name: weaveDNS name to register
-	withoutDNS       bool   // --without-dns: register no name
+	name             string           // --name: weaveDNS name to register
+	withoutDNS       bool             // --without-dns: register no name
+	rewriteHosts     bool             // --rewrite-hosts: the container's /etc/hosts names it on its weave addresses
+	addHosts         []hostsfile.Host // --add-host name:ip, written with --rewrite-hosts
 }
 
 // parseAttach parses `[<addr>...] [options] <target>`. detach accepts no options.
@@ -84,7 +88,7 @@ func parseAttach(verb string, args []string) (attachArgs, error) {
 		case verb == "attach" && arg == "--without-dns":
 			a.withoutDNS = true
 		case verb == "attach" && arg == "--rewrite-hosts":
-			// Accepted for compatibility; /etc/hosts is left alone.
+			a.rewriteHosts = true
 		case verb == "attach" && (arg == "--name" || arg == "-h"):
 			i++
 			if i == len(args) || args[i] == "" {
@@ -93,12 +97,19 @@ func parseAttach(verb string, args []string) (attachArgs, error) {
 			a.name = args[i]
 		case verb == "attach" && strings.HasPrefix(arg, "--name="):
 			a.name = strings.TrimPrefix(arg, "--name=")
-		case verb == "attach" && arg == "--add-host":
-			i++ // compatibility, value ignored
-			if i == len(args) {
-				return a, usagef("%s: --add-host needs a value", verb)
+		case verb == "attach" && (arg == "--add-host" || strings.HasPrefix(arg, "--add-host=")):
+			v, ok := strings.CutPrefix(arg, "--add-host=")
+			if !ok {
+				if i++; i == len(args) {
+					return a, usagef("%s: --add-host needs a value (name:ip)", verb)
+				}
+				v = args[i]
 			}
-		case verb == "attach" && strings.HasPrefix(arg, "--add-host="):
+			h, err := hostsfile.ParseHost(v)
+			if err != nil {
+				return a, usagef("%s: %v", verb, err)
+			}
+			a.addHosts = append(a.addHosts, h)
 		case strings.HasPrefix(arg, "-"):
 			return a, usagef("%s: unknown option %q", verb, arg)
 		default:
@@ -224,7 +235,8 @@ type launchArgs struct {
 // launchValued are weaver flags that take a value and that launch itself
 // sets or reads; parseLaunch notes them so the environment does not override.
 var launchValued = []string{"http-addr", "status-addr", "data-dir", "run-dir", "port", "mtu", "log-level", "password",
-	"docker-api", "plugin-socket", "plugin-mesh-socket", "db-prefix"}
+	"docker-api", "plugin-socket", "plugin-mesh-socket", "db-prefix",
+	"H", "hostname-match", "hostname-replacement", "hostname-from-label", "tlscacert", "tlscert", "tlskey", "proxy-weavewait"}
 
 func parseLaunch(args []string) (launchArgs, error) {
 	l := launchArgs{args: args, given: map[string]string{}, bools: map[string]bool{}}

@@ -19,6 +19,8 @@ type target struct {
 	// Hostname is a Docker container's host name, with its domain when
 	// it has one (weaveDNS registers it); "" for namespaces and PIDs.
 	Hostname string
+	// HostsPath is a Docker container's /etc/hosts on the host ("" otherwise).
+	HostsPath string
 }
 
 // vethID is the ContainerID given to netdev, which names the host veth

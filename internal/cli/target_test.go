@@ -25,7 +25,8 @@ type dockerContainer struct {
 		Hostname   string
 		Domainname string
 	}
-	Mounts []struct{ Source, Destination string }
+	Mounts    []struct{ Source, Destination string }
+	HostsPath string
 }
 
 // fakeDocker serves /_ping, GET /containers/json and
@@ -178,8 +179,9 @@ func (h *harness) fakeProc(sameAsInit bool) {
 	h.cfg.DockerPIDFile = filepath.Join(dir, "no-dockerd.pid") // compare with PID 1
 }
 
-// TestLaunchPluginFlags: launch turns the plugin on only when an engine
-// answers and we are in the host namespace, and leaves explicit choices.
+// TestLaunchPluginFlags: launch turns the plugin and the proxy on only
+// when an engine answers and we are in the host namespace, and leaves
+// explicit choices.
 func TestLaunchPluginFlags(t *testing.T) {
 	h := newHarness(t)
 	h.fakeDocker(map[string]dockerContainer{})
@@ -189,13 +191,15 @@ func TestLaunchPluginFlags(t *testing.T) {
 		args   []string
 		want   string
 	}{
-		{true, nil, "--plugin --docker-api=" + sock},
+		{true, nil, "--plugin --proxy --docker-api=" + sock},
 		{false, nil, ""},
-		{true, []string{"--no-plugin"}, ""},
-		{true, []string{"--plugin"}, ""}, // given by the user, passed through as it is
+		{true, []string{"--no-plugin"}, "--proxy --docker-api=" + sock},
+		{true, []string{"--no-plugin", "--no-proxy"}, ""},
+		{true, []string{"--plugin", "--proxy"}, ""}, // given by the user, passed through as they are
+		{true, []string{"--no-proxy"}, "--plugin --docker-api=" + sock},
 		{true, []string{"--docker-api", ""}, ""},
 		{true, []string{"--docker-api=unix:///nonexistent.sock"}, ""},
-		{true, []string{"--docker-api", sock}, "--plugin"},
+		{true, []string{"--docker-api", sock}, "--plugin --proxy"},
 	}
 	for _, tc := range cases {
 		h.fakeProc(tc.hostNS)
@@ -204,7 +208,7 @@ func TestLaunchPluginFlags(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.Join(c.pluginFlags(context.Background(), l), " "); got != tc.want {
+		if got := strings.Join(c.dockerFlags(context.Background(), l), " "); got != tc.want {
 			t.Errorf("host netns %v, launch %q: plugin flags %q, want %q", tc.hostNS, tc.args, got, tc.want)
 		}
 	}

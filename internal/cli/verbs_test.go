@@ -21,6 +21,9 @@ func TestVerbs(t *testing.T) {
 		stderr   string // substring, when not ""
 		requests []string
 		kernel   []string
+		env      func(*Config) // changes the harness config
+		bridge   bool          // the fake kernel has the weave bridge
+		noStdout bool          // stdout must be empty
 	}
 	ok := func(body string, keys ...string) map[string]answer {
 		m := map[string]answer{}
@@ -29,6 +32,9 @@ func TestVerbs(t *testing.T) {
 		}
 		return m
 	}
+	// proxy answers for env and config (proxyverbs.go)
+	unix := map[string]answer{"GET /proxyaddrs": {200, "unix:///var/run/weave/weave.sock"}}
+	tcp := map[string]answer{"GET /proxyaddrs": {200, "tcp://0.0.0.0:12375 unix:///x.sock"}}
 	rows := []row{
 		{name: "no args", args: nil, code: 1, stderr: "Usage:"},
 		{name: "help", args: []string{"help"}, code: 0},
@@ -131,10 +137,38 @@ func TestVerbs(t *testing.T) {
 			stderr: `detach: unknown option "--no-multicast-route"`},
 		{name: "detach no target", args: []string{"detach"}, code: 1, stderr: "detach: missing target"},
 		{name: "detach unknown pid", args: []string{"detach", "999999999"}, code: 1, stderr: "target 999999999: no process"},
+
+		// env, config, prime, bridge-type, docker-bridge-ip, attach-bridge (proxyverbs.go)
+		{name: "env", args: []string{"env"}, answers: unix,
+			stdout: "export DOCKER_HOST=unix:///var/run/weave/weave.sock ORIG_DOCKER_HOST=\n", requests: []string{"GET /proxyaddrs"}},
+		{name: "env keeps DOCKER_HOST", env: func(c *Config) { c.OrigDockerHost = "tcp://10.0.0.5:2375" }, args: []string{"env"}, answers: tcp,
+			stdout: "export DOCKER_HOST=tcp://10.0.0.5:12375 ORIG_DOCKER_HOST=tcp://10.0.0.5:2375\n"},
+		{name: "env tcp local", args: []string{"env"}, answers: tcp, stdout: "export DOCKER_HOST=tcp://127.0.0.1:12375 ORIG_DOCKER_HOST=\n"},
+		{name: "env already", env: func(c *Config) { c.OrigDockerHost = "unix:///var/run/weave/weave.sock" }, args: []string{"env"}, answers: unix,
+			stdout: "export DOCKER_HOST=unix:///var/run/weave/weave.sock\n"},
+		{name: "env restore", env: func(c *Config) { c.RestoreDockerHost = "unix:///var/run/docker.sock" }, args: []string{"env", "--restore"},
+			stdout: "export DOCKER_HOST=unix:///var/run/docker.sock\n"},
+		{name: "env no proxy", args: []string{"env"}, answers: map[string]answer{"GET /proxyaddrs": {200, ""}}, code: 1, stderr: "weave proxy is not running"},
+		{name: "env no router", args: []string{"env"}, code: 1, stderr: "weave router is not running"},
+		{name: "env bad arg", args: []string{"env", "--bogus"}, code: 1, stderr: "env: unexpected arguments"},
+		{name: "config", args: []string{"config"}, answers: unix, stdout: "-H=unix:///var/run/weave/weave.sock\n"},
+		{name: "prime", args: []string{"prime"}, answers: map[string]answer{"GET /ring": {200, "{}"}}, noStdout: true, requests: []string{"GET /ring"}},
+		{name: "prime no ipam", args: []string{"prime"}, answers: map[string]answer{}, code: 4, stderr: "without IPAM"},
+		{name: "bridge-type", args: []string{"bridge-type"}, bridge: true, stdout: "bridge\n"},
+		{name: "bridge-type none", args: []string{"bridge-type"}, code: 1, stderr: "Weave bridge weave not found"},
+		{name: "docker-bridge-ip", args: []string{"docker-bridge-ip"}, bridge: true, stdout: "10.2.0.254\n"},
+		{name: "docker-bridge-ip none", args: []string{"docker-bridge-ip"}, code: 1, stderr: "no IPv4 address on docker0"},
+		{name: "attach-bridge", args: []string{"attach-bridge"}, bridge: true, noStdout: true, kernel: []string{"attach-bridge weave docker0"}},
+		{name: "attach-bridge named", args: []string{"attach-bridge", "br1"}, bridge: true, kernel: []string{"attach-bridge weave br1"}},
+		{name: "attach-bridge no weave", args: []string{"attach-bridge"}, code: 1, stderr: "Please run 'weave launch'"},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
 			h := newHarness(t)
+			h.kernel.bridgeOK = r.bridge
+			if r.env != nil {
+				r.env(&h.cfg)
+			}
 			if r.answers != nil {
 				h.withRouter()
 				for k, a := range r.answers {
@@ -145,7 +179,7 @@ func TestVerbs(t *testing.T) {
 			if code != r.code {
 				t.Errorf("exit code %d, want %d (stderr %q)", code, r.code, errOut)
 			}
-			if r.stdout != "" && out != r.stdout {
+			if r.stdout != "" && out != r.stdout || r.noStdout && out != "" {
 				t.Errorf("stdout %q, want %q", out, r.stdout)
 			}
 			if r.stderr != "" && !strings.Contains(errOut, r.stderr) {

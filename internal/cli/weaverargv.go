@@ -26,7 +26,7 @@ func (c *cmd) launchArgv(ctx context.Context, l launchArgs, args []string) ([]st
 		return nil, err
 	}
 	argv := append([]string{weaver}, c.weaverFlags(l)...)
-	argv = append(argv, c.pluginFlags(ctx, l)...)
+	argv = append(argv, c.dockerFlags(ctx, l)...)
 	argv = append(argv, c.weave281DBFlags(ctx, l)...)
 	return append(argv, args...), nil
 }

@@ -177,7 +177,7 @@ func deletePorts(br netlink.Link) error {
 	var errs []error
 	for _, l := range links {
 		a := l.Attrs()
-		own := strings.HasPrefix(a.Name, ContainerVethPrefix) || strings.HasPrefix(a.Name, EndpointVethPrefix)
+		own := strings.HasPrefix(a.Name, ContainerVethPrefix) || strings.HasPrefix(a.Name, EndpointVethPrefix) || strings.HasPrefix(a.Name, BridgeLinkPrefix)
 		if a.MasterIndex == br.Attrs().Index && own {
 			errs = append(errs, deleteLink(a.Name))
 		}

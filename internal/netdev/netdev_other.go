@@ -78,3 +78,6 @@ func (*Firewall) AdoptWeave281Host() ([]string, error) { return nil, ErrUnsuppor
 
 // Weave281DatapathPresent is false outside Linux.
 func Weave281DatapathPresent() bool { return false }
+
+// AttachBridge is unsupported outside Linux.
+func AttachBridge(weave, other string) error { return ErrUnsupported }

@@ -138,6 +138,7 @@ func registerFlags(fs *flag.FlagSet, c *daemon.Config, version, printName *bool)
 	registerDNSFlags(fs, c)
 	registerLivenessFlags(fs, c)
 	registerPluginFlags(fs, c)
+	registerProxyFlags(fs, c)
 	fs.BoolVar(&c.ExpectNPC, "expect-npc", c.ExpectNPC, "close the bridge to new connections weave-npc has not allowed (weave-npc enforces NetworkPolicies)")
 }
 
@@ -169,7 +170,6 @@ func registerCompatFlags(fs *flag.FlagSet, c *daemon.Config) {
 	fs.BoolVar(&c.NoFastDP, "no-fastdp", c.NoFastDP, "disable the VXLAN fast datapath (sleeve only; bridge MTU 65535 unless --mtu)")
 	fs.BoolVar(&c.NoBridgedFastDP, "no-bridged-fastdp", c.NoBridgedFastDP, "disable bridged fast datapath"+later)
 	fs.StringVar(&c.Datapath, "datapath", c.Datapath, "ODP datapath name"+later)
-	fs.BoolVar(&c.Proxy, "proxy", c.Proxy, "run the Docker API proxy"+later)
 	fs.BoolVar(&c.NoMasqLocal, "no-masq-local", c.NoMasqLocal, "do not masquerade traffic to local pods"+later)
 }
 

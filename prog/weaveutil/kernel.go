@@ -56,6 +56,10 @@ func (netdevKernel) MeshAddrs(ns string) (net.HardwareAddr, []netip.Prefix, bool
 	return ifs[0].MAC, addrs, true, nil
 }
 
+func (netdevKernel) AttachBridge(weave, other string) error {
+	return netdev.AttachBridge(weave, other)
+}
+
 func (netdevKernel) Hide(bridge string, a netip.Prefix) error {
 	return netdev.NewFirewall(bridge, "").Hide(a)
 }

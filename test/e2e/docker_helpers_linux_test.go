@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/seedf75a49c6/weave/internal/netnstest"
+	"github.com/seedf75a49c6/weave/internal/testutil"
 )
 
 // rootIP is the underlay address of the router that runs in the root
@@ -126,15 +127,7 @@ func refuseForeignWeave(t *testing.T) {
 	}
 }
 
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeLoopbackAddr(t *testing.T) string { return testutil.FreeLoopbackAddr(t) }
 
 func forwardPolicy(t *testing.T) string {
 	t.Helper()
@@ -177,7 +170,7 @@ func (d *dockerHost) importImage() {
 		}
 	}
 	copyFile(d.t, "/bin/busybox", filepath.Join(rootfs, "bin", "busybox"))
-	for _, a := range []string{"sh", "ping", "ip", "sleep"} {
+	for _, a := range []string{"sh", "ping", "ip", "sleep", "cat", "echo", "nslookup", "seq", "true"} {
 		if err := os.Symlink("busybox", filepath.Join(rootfs, "bin", a)); err != nil {
 			d.t.Fatal(err)
 		}

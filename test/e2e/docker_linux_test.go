@@ -23,17 +23,7 @@ import (
 // relaunched router keeps a running container's address and reachability;
 // weave reset removes the network. The steps share one expensive setup.
 func TestDockerPlugin(t *testing.T) {
-	d := newDockerHost(t)
-	d.forceForwardDrop()
-	h1 := d.tp.Host(1)
-	d.launch(h1.IP)
-	if _, err := d.tp.StartRouter(h1, "--no-fastdp", rootIP); err != nil {
-		t.Fatal(err)
-	}
-	netnstest.WaitFor(t, dockerWait, "h1 connected to the root router", func() error {
-		out, err := d.tp.Weave(h1, "status", "connections")
-		return expectIn(out, err, "established")
-	})
+	d, h1 := startDockerHosts(t)
 	d.awaitNetwork()
 	c1, c2 := d.run("c1", "weave"), d.run("c2", "weave")
 	c3 := d.tp.AddContainer(h1, "c3", "net:default")
@@ -51,6 +41,24 @@ func TestDockerPlugin(t *testing.T) {
 	d.checkUserNetworks(c1)
 	d.checkRestart(c1, c3.NS)
 	d.checkReset()
+}
+
+// startDockerHosts launches the root router (as a user does, so the
+// plugin and the proxy come on) and h1's, connected, with dockerd's
+// FORWARD DROP policy in place.
+func startDockerHosts(t *testing.T) (*dockerHost, *netnstest.Host) {
+	d := newDockerHost(t)
+	d.forceForwardDrop()
+	h1 := d.tp.Host(1)
+	d.launch(h1.IP)
+	if _, err := d.tp.StartRouter(h1, "--no-fastdp", rootIP); err != nil {
+		t.Fatal(err)
+	}
+	netnstest.WaitFor(t, dockerWait, "h1 connected to the root router", func() error {
+		out, err := d.tp.Weave(h1, "status", "connections")
+		return expectIn(out, err, "established")
+	})
+	return d, h1
 }
 
 // forceForwardDrop makes sure FORWARD drops by default, as dockerd sets it

@@ -36,6 +36,9 @@ type backend struct {
 	live      atomic.Pointer[liveness.Detector] // nil with --no-liveness
 	nicks     sync.Map                          // peer name -> nickname, for liveness status
 	page      *pageState                        // link summaries for the status page (page.go)
+	// proxyAddrs are the Docker API proxy's listen addresses (nil when off);
+	// set at start-up while the HTTP API already answers
+	proxyAddrs atomic.Pointer[[]string]
 }
 
 var _ httpapi.Backend = (*backend)(nil)
@@ -60,6 +63,9 @@ func (b *backend) Report() httpapi.Report {
 		addDNS(&rep, b.dns, b.dnsServer)
 	}
 	b.addLiveness(&rep)
+	if a := b.proxyAddrs.Load(); a != nil {
+		rep.Proxy = &httpapi.ProxyReport{Addresses: *a}
+	}
 	return rep
 }
 

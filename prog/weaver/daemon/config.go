@@ -98,7 +98,11 @@ type Config struct {
 	NoFastDP        bool   // --no-fastdp: sleeve only (see fastdp)
 	NoBridgedFastDP bool   // --no-bridged-fastdp
 	Datapath        string // --datapath
-	Proxy           bool   // --proxy
+
+	// Docker API proxy (plugin/proxy, docs/docker.md).
+	Proxy    bool        // --proxy: serve the Docker API proxy (weave launch turns it on)
+	NoProxy  bool        // --no-proxy: overrides --proxy
+	ProxyCfg ProxyConfig // -H, --tls*, --hostname-*, ... (proxy.go)
 
 	// Docker network and IPAM plugin (plugin/docker, docs/docker.md).
 	Plugin           bool   // --plugin: serve the plugin sockets and create the Docker network "weave"
@@ -155,7 +159,7 @@ func orDefault(v, def string) string {
 func (c *Config) Validate() error {
 	checks := []func() error{
 		c.validateIdentity, c.validateNet, c.validatePeers,
-		c.validateAddrs, c.validateLocal, c.validateIPAM, c.validateDNS, c.validateLiveness, c.validatePlugin,
+		c.validateAddrs, c.validateLocal, c.validateIPAM, c.validateDNS, c.validateLiveness, c.validatePlugin, c.validateProxy,
 	}
 	var errs []error
 	for _, check := range checks {

@@ -146,6 +146,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if err := d.startPlugin(ctx, b); err != nil {
 		return err
 	}
+	if err := d.startProxy(ctx, b); err != nil {
+		return err
+	}
 	b.ready.Store(true)
 	log.Info("weaver ready", "http", cfg.HTTPAddr, "status", cfg.StatusAddr)
 	<-ctx.Done()
@@ -167,7 +170,7 @@ func (d *daemon) logUnimplemented() {
 		name string
 		set  bool
 	}{
-		{"--datapath", c.Datapath != ""}, {"--proxy", c.Proxy},
+		{"--datapath", c.Datapath != ""},
 	} {
 		if f.set {
 			d.log.Info("flag accepted for compatibility but not implemented yet", "flag", f.name)

@@ -92,6 +92,7 @@ func NewAPIHandler(cfg APIConfig) http.Handler {
 		mux.HandleFunc("POST /forget", a.forget)
 		mux.HandleFunc("DELETE /peer", a.deletePeer)
 		mux.HandleFunc("POST /expose/{ip}/{prefixlen}", a.expose)
+		mux.HandleFunc("GET /proxyaddrs", a.proxyAddrs)
 		if cfg.PProf {
 			handlePProf(mux)
 		}
@@ -113,6 +114,16 @@ func recoverMiddleware(log *slog.Logger, next http.Handler) http.Handler {
 		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// proxyAddrs is 2.8.1's GET /proxyaddrs: the proxy's listen addresses,
+// space separated (empty when the proxy is off; weave env says so).
+func (a *api) proxyAddrs(w http.ResponseWriter, _ *http.Request) {
+	var addrs []string
+	if p := a.cfg.Backend.Report().Proxy; p != nil {
+		addrs = p.Addresses
+	}
+	writeText(w, http.StatusOK, strings.Join(addrs, " "))
 }
 
 func writeText(w http.ResponseWriter, code int, body string) {

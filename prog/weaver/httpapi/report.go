@@ -15,8 +15,9 @@ type Report struct {
 	Version      string
 	VersionCheck VersionCheck
 	Router       RouterReport
-	IPAM         any `json:",omitempty"`
-	DNS          any `json:",omitempty"`
+	IPAM         any          `json:",omitempty"`
+	DNS          any          `json:",omitempty"`
+	Proxy        *ProxyReport `json:",omitempty"`
 
 	// IPAMSummary feeds the ipam section of `weave status` and IPAMMetrics
 	// the weave_ips / weave_ipam_* gauges; both nil when IPAM is off. They
@@ -32,6 +33,12 @@ type Report struct {
 	// LinkTraffic is each link's counters by remote peer name
 	// (weave_link_*_total; metrics_links.go).
 	LinkTraffic map[string]LinkTraffic `json:"-"`
+}
+
+// ProxyReport is 2.8.1's Proxy section: the Docker API proxy's listen
+// addresses (GET /proxyaddrs, weave env).
+type ProxyReport struct {
+	Addresses []string
 }
 
 // DNSSummary is what the status text and metrics say about weaveDNS.

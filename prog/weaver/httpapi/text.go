@@ -56,6 +56,13 @@ func WriteStatus(w io.Writer, rep *Report, ipam *IPAMSummary) error {
 		line("TTL", "%d", d.TTL)
 		line("Entries", "%d", d.Entries)
 	}
+	if rep.Proxy != nil {
+		b.WriteString("\n")
+		line("Service", "proxy")
+		for _, a := range rep.Proxy.Addresses {
+			line("Address", "%s", a)
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
