@@ -10,7 +10,7 @@ TESTFLAGS ?=
 SCRIPTS   := weave test/deps.sh test/k8s/bins.sh test/demo.sh test/bench.sh test/scale.sh .ci/run mesh/patches/apply.sh
 
 .DEFAULT_GOAL := help
-.PHONY: help build deps test test-unit e2e fuzz demo bench bench-scale lint tidy-check clean mesh-patch k8s-bins
+.PHONY: help build deps test test-unit e2e fuzz demo bench bench-scale lint tidy-check clean mesh-patch k8s-bins image cluster
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -33,6 +33,16 @@ mesh-patch: ## apply mesh/patches/mesh.patch to a copy of the pinned mesh module
 
 build: mesh-patch ## build bin/weaver, bin/weaveutil and the CNI plugins bin/weave-net, bin/weave-ipam (version 3.0.0-dev+<git hash>)
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./prog/...
+
+# The weave-kube image, built from our static binaries and the Debian
+# iptables/kmod of this host, nothing pulled (internal/image); IMAGE names
+# it in the archive and in the manifest written next to it.
+IMAGE     ?= localhost/weave-kube:dev-$(GITREV)
+IMAGE_DIR := .build/image
+image: mesh-patch ## the weave-kube image IMAGE as .build/image/weave-kube.tar (docker/podman load, ctr import) + the manifest naming it
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(IMAGE_DIR)/bin/ ./prog/...
+	$(GO) run ./internal/image/mkimage -bin $(IMAGE_DIR)/bin -name '$(IMAGE)' -o $(IMAGE_DIR)/weave-kube.tar \
+	  -manifest prog/weave-kube/weave-daemonset-k8s.yaml -manifest-out $(IMAGE_DIR)/weave-daemonset-k8s.yaml
 
 deps: ## install test/demo/bench tools with apt-get when missing
 	@sh test/deps.sh

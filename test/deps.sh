@@ -11,6 +11,9 @@ NEEDED="ip:iproute2 iptables:iptables ping:iputils-ping tcpdump:tcpdump iperf3:i
 NEEDED="$NEEDED podman:podman runc:runc busybox:busybox-static nsenter:util-linux"
 # NetworkPolicy tests (npc/nft) list our table with nft.
 NEEDED="$NEEDED nft:nftables"
+# The real cluster (test/cluster): containerd 1.6 with its CRI plugin, and
+# for the weave-kube image (make image) kmod's modprobe.
+NEEDED="$NEEDED containerd:containerd ctr:containerd modprobe:kmod"
 NEEDED_FILES="/usr/lib/cni/portmap:containernetworking-plugins"
 
 # apt_install installs the Debian packages whose command (or file) is missing.
