@@ -48,9 +48,14 @@ deps: ## install test/demo/bench tools with apt-get when missing
 	@sh test/deps.sh
 
 # kube-apiserver and etcd for the tests against a real Kubernetes API (test/k8s),
-# built from Go modules into a cache dir outside the repo; a no-op when there.
-k8s-bins: ## build kube-apiserver + etcd into the test cache (minutes when cold)
-	@sh test/k8s/bins.sh
+# and kubelet, kube-proxy, kube-scheduler, kube-controller-manager for the
+# real cluster (test/cluster), built from Go modules into a cache dir
+# outside the repo; a no-op when there.
+k8s-bins: ## build kube-apiserver, etcd, kubelet, kube-proxy, scheduler, controller-manager into the test cache (minutes when cold)
+	@sh test/k8s/bins.sh cluster
+
+cluster: deps image k8s-bins ## a real 3-node cluster (containerd + kubelet + kube-proxy per node) running the weave-net DaemonSet from IMAGE; Ctrl-C tears down (root)
+	$(GO) run ./test/cluster/up -image $(IMAGE_DIR)/weave-kube.tar -manifest $(IMAGE_DIR)/weave-daemonset-k8s.yaml
 
 # test/testsum prints each package's result, the output of failed tests,
 # every skipped test with its reason, and "tests: N passed, N failed, N
