@@ -1,3 +1,5 @@
+//go:build linux
+
 package cluster
 
 import (
@@ -32,7 +34,7 @@ func goBuild(outDir string, pkgs ...string) error {
 // buildImages writes the pause and busybox images every node imports.
 func (c *Cluster) buildImages() error {
 	dir := filepath.Join(c.Dir, "images")
-	if err := goBuild(filepath.Join(dir, "bin"), "./test/cluster/pause"); err != nil {
+	if err := goBuild(filepath.Join(dir, "bin"), "./test/cluster/pause", "./test/cluster/echo"); err != nil {
 		return err
 	}
 	pause := image.NewLayer()
@@ -41,6 +43,9 @@ func (c *Cluster) buildImages() error {
 	}
 	box := image.NewLayer()
 	if err := box.CopyELF("/bin/busybox", "/bin/busybox"); err != nil {
+		return err
+	}
+	if err := box.CopyELF("/bin/echo-server", filepath.Join(dir, "bin", "echo")); err != nil {
 		return err
 	}
 	for _, a := range []string{"sh", "ping", "ip", "sleep", "cat", "nc", "echo", "hostname", "ls", "grep", "seq", "date", "wc"} {
@@ -72,11 +77,21 @@ func (c *Cluster) buildImages() error {
 	return nil
 }
 
-// BuildWeaveImage builds the weave-kube image, as `make image` does, named
-// by refs, into an archive under dir, and returns its path.
+// BuildWeaveImage builds the weave-kube image of ./prog/... named by refs
+// into an archive under dir, and returns its path. It is `make image`'s
+// image, but with the binaries built as the e2e tests build them (cgo,
+// sharing their build cache: the image then carries libc, which iptables
+// needs anyway).
 func BuildWeaveImage(dir string, refs ...string) (string, error) {
 	bin := filepath.Join(dir, "weave-bin")
-	if err := goBuild(bin, "./prog/..."); err != nil {
+	root, err := netnstest.ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	if err := netnstest.UsePatchedMesh(root); err != nil {
+		return "", err
+	}
+	if err := netnstest.GoBuild(root, bin, "./prog/..."); err != nil {
 		return "", err
 	}
 	l, err := image.WeaveLayer(bin)

@@ -1,8 +1,14 @@
+//go:build linux
+
 package cluster
 
 import (
 	"bufio"
+	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/seedf75a49c6/weave/internal/netns"
 )
 
 // Node is one node: a network namespace with containerd, a kubelet and
@@ -274,4 +282,46 @@ func (n *Node) stop() {
 		_ = n.holder.Wait()
 	}
 	_ = run("ip", "netns", "del", n.NS)
+}
+
+// Dial connects from inside the node's network namespace (as a program
+// on the node would).
+func (n *Node) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var conn net.Conn
+	err := netns.Do(nsPath(n.NS), func() error {
+		var d net.Dialer
+		var err error
+		conn, err = d.DialContext(ctx, network, addr)
+		return err
+	})
+	return conn, err
+}
+
+// WeaveGet GETs path from the node's weave router (127.0.0.1:6784).
+func (n *Node) WeaveGet(ctx context.Context, path string) ([]byte, error) {
+	hc := &http.Client{Transport: &http.Transport{DialContext: n.Dial, DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:6784"+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: GET %s: %w", n.Name, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s: GET %s: %s: %s", n.Name, path, resp.Status, strings.TrimSpace(string(b)))
+	}
+	return b, err
+}
+
+// Exec runs argv in the node's network namespace (nsenter --net).
+func (n *Node) Exec(ctx context.Context, argv ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + nsPath(n.NS), "--"}, argv...)...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s: %s: %w: %s", n.Name, strings.Join(argv, " "), err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
 }
