@@ -158,7 +158,7 @@ func registerCompatFlags(fs *flag.FlagSet, c *daemon.Config) {
 	fs.BoolVar(&c.NoBridgedFastDP, "no-bridged-fastdp", c.NoBridgedFastDP, "disable bridged fast datapath"+later)
 	fs.StringVar(&c.Datapath, "datapath", c.Datapath, "ODP datapath name"+later)
 	fs.BoolVar(&c.Proxy, "proxy", c.Proxy, "run the Docker API proxy"+later)
-	fs.BoolVar(&c.NoMasqLocal, "no-masq-local", c.NoMasqLocal, "do not masquerade traffic to local pods"+later)
+	fs.BoolVar(&c.NoMasqLocal, "no-masq-local", c.NoMasqLocal, "do not masquerade traffic to this peer's own address ranges (local pods keep the client's address)")
 }
 
 func parsePrefixes(s string) ([]netip.Prefix, error) {
