@@ -259,22 +259,35 @@ func (n *Node) exited() error {
 	return nil
 }
 
-// stop ends the node: kubelet and kube-proxy, the pods (by cgroup),
-// containerd, then everything left in its network namespace (shims,
-// host-network containers, the mount namespace holder).
-func (n *Node) stop() {
-	n.kubelet.Stop(5 * time.Second)
-	n.kubeProxy.Stop(5 * time.Second)
+// KillPods kills every process of the node's pods (host-network ones, the
+// weave-net pod's, included), as a machine losing power would; containerd
+// and the kubelet see them exit.
+func (n *Node) KillPods() {
 	for range 50 {
 		pids := n.cgroupPids()
 		if len(pids) == 0 {
-			break
+			return
 		}
 		for _, p := range pids {
 			killPid(p)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// readCmdline is /proc/pid/cmdline with spaces between the arguments.
+func readCmdline(pid int) (string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " ")), err
+}
+
+// stop ends the node: kubelet and kube-proxy, the pods (by cgroup),
+// containerd, then everything left in its network namespace (shims,
+// host-network containers, the mount namespace holder).
+func (n *Node) stop() {
+	n.kubelet.Stop(5 * time.Second)
+	n.kubeProxy.Stop(5 * time.Second)
+	n.KillPods()
 	n.containerd.Stop(5 * time.Second)
 	killNS(n.NS)
 	if n.holder != nil && n.holder.Process != nil {
