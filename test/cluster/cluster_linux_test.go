@@ -28,6 +28,10 @@ var shared struct {
 	err  error
 	dir  string // images built for the tests
 
+	archiveOnce sync.Once
+	archive     string
+	archiveErr  error
+
 	weaveOnce sync.Once
 	weaveErr  error
 	applied   time.Duration // kubectl apply -> DaemonSet ready everywhere
@@ -110,33 +114,40 @@ func manifest(t *testing.T, ref string) []byte {
 	return m
 }
 
-// applyWeave builds and imports the image, applies the manifest and waits
-// for the DaemonSet to be ready on every node (once per package).
+// weaveArchive builds the weave-kube image (tags test-1 and test-2) once.
+func weaveArchive(t *testing.T) string {
+	t.Helper()
+	shared.archiveOnce.Do(func() {
+		shared.archive, shared.archiveErr = BuildWeaveImage(shared.dir, weaveImage, strings.Replace(weaveImage, "test-1", "test-2", 1))
+		if st, err := os.Stat(shared.archive); err == nil {
+			t.Logf("weave-kube image archive: %.1f MB", float64(st.Size())/1e6)
+		}
+	})
+	if shared.archiveErr != nil {
+		t.Fatalf("build the weave-kube image: %v", shared.archiveErr)
+	}
+	return shared.archive
+}
+
+// rollOut imports the image into c's nodes, applies the manifest and
+// waits for the DaemonSet to be ready on every node; it returns how long
+// that took from the apply.
+func rollOut(t *testing.T, c *Cluster) (time.Duration, error) {
+	if err := c.ImportImage(weaveArchive(t)); err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	if _, err := c.Kubectl(ctxT(t, time.Minute), manifest(t, weaveImage), "apply", "-f", "-"); err != nil {
+		return 0, err
+	}
+	err := waitDaemonSet(ctxT(t, 4*time.Minute), c, weaveImage)
+	return time.Since(t0), err
+}
+
+// applyWeave rolls the DaemonSet out on the package's cluster, once.
 func applyWeave(t *testing.T, c *Cluster) {
 	t.Helper()
-	shared.weaveOnce.Do(func() {
-		shared.weaveErr = func() error {
-			archive, err := BuildWeaveImage(shared.dir, weaveImage, strings.Replace(weaveImage, "test-1", "test-2", 1))
-			if err != nil {
-				return err
-			}
-			if st, err := os.Stat(archive); err == nil {
-				t.Logf("weave-kube image archive: %.1f MB", float64(st.Size())/1e6)
-			}
-			if err := c.ImportImage(archive); err != nil {
-				return err
-			}
-			t0 := time.Now()
-			if _, err := c.Kubectl(ctxT(t, time.Minute), manifest(t, weaveImage), "apply", "-f", "-"); err != nil {
-				return err
-			}
-			if err := waitDaemonSet(ctxT(t, 4*time.Minute), c, weaveImage); err != nil {
-				return err
-			}
-			shared.applied = time.Since(t0)
-			return nil
-		}()
-	})
+	shared.weaveOnce.Do(func() { shared.applied, shared.weaveErr = rollOut(t, c) })
 	if shared.weaveErr != nil {
 		t.Fatalf("weave-net DaemonSet: %v", shared.weaveErr)
 	}
@@ -193,14 +204,14 @@ func waitDaemonSet(ctx context.Context, c *Cluster, img string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("not rolled out: %s\n%s", last, c.weaveLogs(ctx))
+			return fmt.Errorf("not rolled out: %s\n%s", last, c.weaveLogs())
 		case <-time.After(time.Second):
 		}
 	}
 }
 
 // weaveLogs is the tail of every weave-net pod's containers' logs.
-func (c *Cluster) weaveLogs(ctx context.Context) string {
+func (c *Cluster) weaveLogs() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, _ := c.Kubectl(ctx, nil, "-n", "kube-system", "get", "pods", "-o", "wide")

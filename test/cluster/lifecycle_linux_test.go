@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,9 +46,10 @@ func report(t *testing.T, n *Node) routerReport {
 	return r
 }
 
-// pinger pings from pod to ip every 200 ms for d and reports how many
-// replies were lost.
+// pinger is a ping every 200 ms from one pod to another, running in the
+// pod until stopped, and how many replies it lost.
 type pinger struct {
+	ns, pod  string
 	from, to string
 	sent     int
 	lost     int
@@ -58,29 +58,31 @@ type pinger struct {
 
 var pingSummary = regexp.MustCompile(`(\d+) packets transmitted, (\d+) packets received`)
 
-func startPingers(t *testing.T, c *Cluster, ns string, pods []corev1.Pod, d time.Duration) (wait func() []*pinger) {
-	var wg sync.WaitGroup
+// startPingers starts one pinger per pod, to the next pod of the list.
+func startPingers(t *testing.T, c *Cluster, ns string, pods []corev1.Pod) []*pinger {
+	t.Helper()
 	var ps []*pinger
-	count := int(d / (200 * time.Millisecond))
 	for i, p := range pods {
 		to := pods[(i+1)%len(pods)]
-		pg := &pinger{from: p.Spec.NodeName, to: to.Spec.NodeName}
+		pg := &pinger{ns: ns, pod: p.Name, from: p.Spec.NodeName, to: to.Spec.NodeName}
+		podSh(t, c, ns, p.Name, "ping -q -i 0.2 -W 1 "+to.Status.PodIP+" >/tmp/ping.out 2>&1 & echo $! >/tmp/ping.pid")
 		ps = append(ps, pg)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out, err := c.Kubectl(ctxT(t, d+2*time.Minute), nil, "-n", ns, "exec", p.Name, "--", "ping", "-q", "-i", "0.2", "-W", "1", "-c", strconv.Itoa(count), to.Status.PodIP)
-			m := pingSummary.FindStringSubmatch(out)
-			if m == nil {
-				pg.err = fmt.Errorf("ping %s -> %s: %v: %s", pg.from, pg.to, err, out)
-				return
-			}
-			tx, _ := strconv.Atoi(m[1])
-			rx, _ := strconv.Atoi(m[2])
-			pg.sent, pg.lost = tx, tx-rx
-		}()
 	}
-	return func() []*pinger { wg.Wait(); return ps }
+	return ps
+}
+
+// stop interrupts the ping (it prints its summary) and reads the loss.
+func (pg *pinger) stop(t *testing.T, c *Cluster) {
+	t.Helper()
+	out := podSh(t, c, pg.ns, pg.pod, `kill -INT $(cat /tmp/ping.pid); for i in $(seq 20); do grep -q transmitted /tmp/ping.out && break; sleep 0.1; done; cat /tmp/ping.out`)
+	m := pingSummary.FindStringSubmatch(out)
+	if m == nil {
+		pg.err = fmt.Errorf("ping %s -> %s: no summary: %s", pg.from, pg.to, out)
+		return
+	}
+	tx, _ := strconv.Atoi(m[1])
+	rx, _ := strconv.Atoi(m[2])
+	pg.sent, pg.lost = tx, tx-rx
 }
 
 func podsByName(pods []corev1.Pod) map[string]corev1.Pod {
@@ -107,7 +109,7 @@ func TestRollingUpdate(t *testing.T) {
 		names[n.Name] = report(t, n).Router.Name
 	}
 	const newImage = "localhost/weave-kube:test-2"
-	wait := startPingers(t, c, ns, pods, 100*time.Second)
+	pingers := startPingers(t, c, ns, pods)
 	time.Sleep(5 * time.Second) // traffic flowing before the update
 	t0 := time.Now()
 	if _, err := c.Kubectl(ctxT(t, time.Minute), nil, "-n", "kube-system", "set", "image", "daemonset/weave-net",
@@ -118,7 +120,9 @@ func TestRollingUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("rolled out %s on %d nodes in %v", newImage, len(c.Nodes), time.Since(t0).Round(100*time.Millisecond))
-	for _, pg := range wait() {
+	time.Sleep(5 * time.Second) // and after it
+	for _, pg := range pingers {
+		pg.stop(t, c)
 		if pg.err != nil {
 			t.Error(pg.err)
 			continue
@@ -150,7 +154,7 @@ func TestRollingUpdate(t *testing.T) {
 	for _, p := range wpods.Items {
 		for _, cs := range p.Status.ContainerStatuses {
 			if cs.RestartCount > 0 {
-				t.Errorf("%s on %s: container %s restarted %d times after the update (last: %+v)\n%s", p.Name, p.Spec.NodeName, cs.Name, cs.RestartCount, cs.LastTerminationState.Terminated, c.weaveLogs(nil))
+				t.Errorf("%s on %s: container %s restarted %d times after the update (last: %+v)\n%s", p.Name, p.Spec.NodeName, cs.Name, cs.RestartCount, cs.LastTerminationState.Terminated, c.weaveLogs())
 			}
 		}
 	}
@@ -281,6 +285,7 @@ func TestDrainDeleteRejoin(t *testing.T) {
 	// The machine goes away: its kubelet and every pod process (the
 	// router's too) stop.
 	n.kubelet.Stop(10 * time.Second)
+	n.kubeProxy.Stop(10 * time.Second)
 	n.KillPods()
 	if _, err := c.Kubectl(ctxT(t, time.Minute), nil, "delete", "node", n.Name); err != nil {
 		t.Fatal(err)
@@ -300,7 +305,11 @@ func TestDrainDeleteRejoin(t *testing.T) {
 		}
 	}
 	t.Logf("%s deleted: its space reclaimed by the survivors in %v", n.Name, time.Since(t0).Round(100*time.Millisecond))
+	// The machine comes back: its kubelet registers the Node again.
 	if err := n.startKubelet(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.startKubeProxy(); err != nil {
 		t.Fatal(err)
 	}
 	if err := waitDaemonSet(ctxT(t, 4*time.Minute), c, currentWeaveImage(t, c)); err != nil {

@@ -103,10 +103,15 @@ spec:
 func TestNoMasqLocal(t *testing.T) {
 	c := cluster(t)
 	applyWeave(t, c)
+	noMasqLocal(t, c)
+}
+
+// noMasqLocal checks NO_MASQ_LOCAL on c (one pod per node).
+func noMasqLocal(t *testing.T, c *Cluster) {
 	const ns = "nomasq"
 	namespace(t, c, ns, "test: nomasq")
-	apply(t, c, echoDeployment(ns, "echo", 3))
-	pods := readyPods(t, c, ns, "echo", 3, 3*time.Minute)
+	apply(t, c, echoDeployment(ns, "echo", len(c.Nodes)))
+	pods := readyPods(t, c, ns, "echo", len(c.Nodes), 3*time.Minute)
 	apply(t, c, fmt.Sprintf(`apiVersion: v1
 kind: Service
 metadata: {name: local, namespace: %s}

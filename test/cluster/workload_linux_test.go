@@ -119,10 +119,52 @@ func podSh(t *testing.T, c *Cluster, ns, pod, script string) string {
 func TestPodsAndServicesAcrossNodes(t *testing.T) {
 	c := cluster(t)
 	applyWeave(t, c)
+	podsAndServices(t, c)
+}
+
+// TestOtherIPTablesBackend: a second, 2-node cluster whose nodes (and so
+// kube-proxy, and weave by its detection) use the other iptables backend
+// (legacy when the package's cluster is nft): the DaemonSet rolls out, pods
+// and Services work across nodes, NO_MASQ_LOCAL keeps the client address.
+func TestOtherIPTablesBackend(t *testing.T) {
+	shared := cluster(t)
+	other := "legacy"
+	if shared.Opts.IPTables == "legacy" {
+		other = "nft"
+	}
+	c, err := Start(Options{Nodes: 2, IPTables: other, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Stop()
+		if left := c.Leftovers(); len(left) > 0 {
+			t.Errorf("the %s cluster left: %v", other, left)
+		}
+	})
+	took, err := rollOut(t, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("iptables %s: DaemonSet ready on %d nodes %v after apply", other, len(c.Nodes), took.Round(100*time.Millisecond))
+	for _, n := range c.Nodes {
+		out, err := n.Exec(ctxT(t, 15*time.Second), "iptables-"+other+"-save", "-t", "nat")
+		if err != nil || !strings.Contains(out, "KUBE-SERVICES") || !strings.Contains(out, ":WEAVE ") {
+			t.Errorf("%s: kube-proxy's and weave's nat rules not both in iptables-%s: %v\n%s", n.Name, other, err, out)
+		}
+	}
+	podsAndServices(t, c)
+	noMasqLocal(t, c)
+}
+
+// podsAndServices checks pod addresses, pod-to-pod ping and TCP, a
+// ClusterIP and a NodePort Service on c (two pods per node).
+func podsAndServices(t *testing.T, c *Cluster) {
 	const ns = "across"
 	namespace(t, c, ns, "test: across")
-	apply(t, c, echoDeployment(ns, "echo", 6))
-	pods := readyPods(t, c, ns, "echo", 6, 3*time.Minute)
+	replicas := 2 * len(c.Nodes)
+	apply(t, c, echoDeployment(ns, "echo", replicas))
+	pods := readyPods(t, c, ns, "echo", replicas, 3*time.Minute)
 	podRange := netip.MustParsePrefix(PodRange)
 	seen := map[string]bool{}
 	perNode := map[string]int{}
@@ -223,6 +265,7 @@ spec:
 	t.Logf("ClusterIP %s:80 from a pod on %s: answered by pods on %v", svc.Spec.ClusterIP, from.Spec.NodeName, keys(answered))
 	// NodePort from outside the cluster (the underlay namespace), on every node.
 	port := np.Spec.Ports[0].NodePort
+	failed := false
 	for _, n := range c.Nodes {
 		err := netnstest.Poll(time.Minute, func() error {
 			out, err := exec.Command("nsenter", "--net="+nsPath(c.Underlay), "busybox", "nc", "-w", "3", n.IP, fmt.Sprint(port)).CombinedOutput()
@@ -234,9 +277,12 @@ spec:
 		})
 		if err != nil {
 			t.Error(err)
+			failed = true
 		}
 	}
-	t.Logf("NodePort %d answered on every node from outside", port)
+	if !failed {
+		t.Logf("NodePort %d answered on every node from outside", port)
+	}
 }
 
 func keys(m map[string]bool) []string {
