@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -46,17 +47,10 @@ func TestArchive(t *testing.T) {
 		t.Fatal("the same tree gave two different layers")
 	}
 	var names []string
-	tr := tar.NewReader(bytes.NewReader(layer))
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, h.Name)
+	for name := range untar(t, layer) {
+		names = append(names, name)
 	}
+	sort.Strings(names)
 	if got := strings.Join(names, " "); got != "bin tmp/ usr/ usr/bin/ usr/bin/prog" {
 		t.Errorf("layer entries %q", got)
 	}
@@ -64,19 +58,7 @@ func TestArchive(t *testing.T) {
 	if err := WriteArchive(&buf, []string{"localhost/t:1"}, Config{Entrypoint: []string{"/usr/bin/prog"}}, layer); err != nil {
 		t.Fatal(err)
 	}
-	files := map[string][]byte{}
-	tr = tar.NewReader(&buf)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(tr)
-		files[h.Name] = b
-	}
+	files := untar(t, buf.Bytes())
 	var man []dockerManifest
 	if err := json.Unmarshal(files["manifest.json"], &man); err != nil || len(man) != 1 {
 		t.Fatalf("manifest.json: %v %s", err, files["manifest.json"])
@@ -102,6 +84,23 @@ func TestArchive(t *testing.T) {
 	}
 	if err := WriteArchive(io.Discard, []string{"notag"}, Config{}, layer); err == nil {
 		t.Error("a name without a tag accepted")
+	}
+}
+
+// untar is the files of a tar by name.
+func untar(t *testing.T, b []byte) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	tr := tar.NewReader(bytes.NewReader(b))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[h.Name], _ = io.ReadAll(tr)
 	}
 }
 

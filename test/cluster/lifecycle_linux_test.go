@@ -101,9 +101,7 @@ func TestRollingUpdate(t *testing.T) {
 	c := cluster(t)
 	applyWeave(t, c)
 	const ns = "rolling"
-	namespace(t, c, ns, "test: rolling")
-	apply(t, c, echoDeployment(ns, "echo", 3))
-	pods := readyPods(t, c, ns, "echo", 3, 3*time.Minute)
+	pods := echoPods(t, c, ns, 1)
 	names := map[string]string{}
 	for _, n := range c.Nodes {
 		names[n.Name] = report(t, n).Router.Name
@@ -204,9 +202,7 @@ func TestNodeRestart(t *testing.T) {
 	c := cluster(t)
 	applyWeave(t, c)
 	const ns = "restart"
-	namespace(t, c, ns, "test: restart")
-	apply(t, c, echoDeployment(ns, "echo", 3))
-	pods := readyPods(t, c, ns, "echo", 3, 3*time.Minute)
+	pods := echoPods(t, c, ns, 1)
 	n := c.Nodes[1]
 	name := report(t, n).Router.Name
 	pid := weaverPid(t, n)

@@ -109,9 +109,7 @@ func TestNoMasqLocal(t *testing.T) {
 // noMasqLocal checks NO_MASQ_LOCAL on c (one pod per node).
 func noMasqLocal(t *testing.T, c *Cluster) {
 	const ns = "nomasq"
-	namespace(t, c, ns, "test: nomasq")
-	apply(t, c, echoDeployment(ns, "echo", len(c.Nodes)))
-	pods := readyPods(t, c, ns, "echo", len(c.Nodes), 3*time.Minute)
+	pods := echoPods(t, c, ns, 1)
 	apply(t, c, fmt.Sprintf(`apiVersion: v1
 kind: Service
 metadata: {name: local, namespace: %s}

@@ -42,6 +42,16 @@ spec:
 `, ns, name, replicas, BoxImage)
 }
 
+// echoPods makes namespace ns and perNode echo pods per node in it, and
+// returns them once Ready.
+func echoPods(t *testing.T, c *Cluster, ns string, perNode int) []corev1.Pod {
+	t.Helper()
+	namespace(t, c, ns, "test: "+ns)
+	n := perNode * len(c.Nodes)
+	apply(t, c, echoDeployment(ns, "echo", n))
+	return readyPods(t, c, ns, "echo", n, 3*time.Minute)
+}
+
 // apply runs kubectl apply -f - with yaml.
 func apply(t *testing.T, c *Cluster, yaml string) {
 	t.Helper()
@@ -161,10 +171,7 @@ func TestOtherIPTablesBackend(t *testing.T) {
 // ClusterIP and a NodePort Service on c (two pods per node).
 func podsAndServices(t *testing.T, c *Cluster) {
 	const ns = "across"
-	namespace(t, c, ns, "test: across")
-	replicas := 2 * len(c.Nodes)
-	apply(t, c, echoDeployment(ns, "echo", replicas))
-	pods := readyPods(t, c, ns, "echo", replicas, 3*time.Minute)
+	pods := echoPods(t, c, ns, 2)
 	podRange := netip.MustParsePrefix(PodRange)
 	seen := map[string]bool{}
 	perNode := map[string]int{}
