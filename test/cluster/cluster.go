@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,6 +109,7 @@ func Start(o Options) (c *Cluster, err error) {
 			return nil, fmt.Errorf("cluster: no %s on PATH (make deps installs it)", tool)
 		}
 	}
+	SweepStale()
 	bins, err := k8s.FindClusterBins()
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -372,4 +374,47 @@ func (c *Cluster) Leftovers() []string {
 		}
 	}
 	return left
+}
+
+// staleAge is how old a stale cluster's namespaces must be.
+var staleAge = 2 * time.Minute
+
+// stalePrefix matches the namespaces Start makes ("wk" + 6 hex digits).
+var stalePrefix = regexp.MustCompile(`^(wk[0-9a-f]{6})-(u|n[0-9]+)$`)
+
+// SweepStale removes what clusters whose process died without Stop left:
+// for every cluster prefix none of whose namespaces holds a process (nor
+// was made in the last 2 minutes), its namespaces and cgroups. A cluster
+// still running is left alone. Start calls it.
+func SweepStale() {
+	ents, _ := os.ReadDir("/run/netns")
+	byPrefix := map[string][]string{}
+	for _, e := range ents {
+		if m := stalePrefix.FindStringSubmatch(e.Name()); m != nil {
+			byPrefix[m[1]] = append(byPrefix[m[1]], e.Name())
+		}
+	}
+	for prefix, nss := range byPrefix {
+		alive := false
+		for _, ns := range nss {
+			// A cluster being started has namespaces before processes.
+			if st, err := os.Stat(nsPath(ns)); err != nil || time.Since(st.ModTime()) < staleAge {
+				alive = true
+			}
+			if pids, err := netnstest.Pids(ns); err != nil || len(pids) > 0 {
+				alive = true
+			}
+		}
+		if alive {
+			continue
+		}
+		for _, ns := range nss {
+			_ = run("ip", "netns", "del", ns)
+		}
+		dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + prefix + "-node*")
+		for _, d := range dirs {
+			n := &Node{cgroupRoot: "/" + filepath.Base(d)}
+			n.removeCgroups()
+		}
+	}
 }
