@@ -127,9 +127,10 @@ func TestRollingUpdate(t *testing.T) {
 		}
 		t.Logf("ping %s -> %s during the update: %d of %d lost (%.1f s at 5/s)", pg.from, pg.to, pg.lost, pg.sent, float64(pg.lost)/5)
 		// Two routers (ours and the peer's node) restart on the path: allow
-		// a few seconds each.
-		if pg.lost > 50 {
-			t.Errorf("ping %s -> %s: %d of %d lost (over 10 s) during the rolling update", pg.from, pg.to, pg.lost, pg.sent)
+		// a few seconds each, generously for a loaded CI machine (measured
+		// here: 4.6-8 s for the pair).
+		if pg.lost > 75 {
+			t.Errorf("ping %s -> %s: %d of %d lost (over 15 s) during the rolling update", pg.from, pg.to, pg.lost, pg.sent)
 		}
 	}
 	now := podsByName(readyPods(t, c, ns, "echo", 3, time.Minute))
