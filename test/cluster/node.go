@@ -193,11 +193,8 @@ func (n *Node) makeMountNS() error {
 	var script strings.Builder
 	script.WriteString("set -e\n")
 	for _, p := range hostPaths {
-		if _, err := os.Stat(p); os.IsNotExist(err) {
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				return err
-			}
-			n.c.created = append(n.c.created, p)
+		if err := n.c.mkdirs(p); err != nil {
+			return err
 		}
 		src := n.HostPath(p)
 		if err := os.MkdirAll(src, 0o755); err != nil {
@@ -208,11 +205,8 @@ func (n *Node) makeMountNS() error {
 	// The DaemonSet mounts /lib/modules (read-only): a machine without
 	// one (a kernel with no modules) gets an empty mount point, removed
 	// at Stop.
-	if _, err := os.Stat("/lib/modules"); os.IsNotExist(err) {
-		if err := os.Mkdir("/lib/modules", 0o755); err != nil {
-			return err
-		}
-		n.c.created = append(n.c.created, "/lib/modules")
+	if err := n.c.mkdirs("/lib/modules"); err != nil {
+		return err
 	}
 	// CNI plugins every node has besides ours (containerd's CRI needs
 	// loopback; weave's conflist chains portmap).
@@ -239,6 +233,22 @@ func (n *Node) makeMountNS() error {
 		return fmt.Errorf("cluster: mount namespace of %s: %s", n.Name, stderr.String())
 	}
 	n.mntNS = fmt.Sprintf("/proc/%d/ns/mnt", n.holder.Process.Pid)
+	return nil
+}
+
+// mkdirs makes directory p and its missing parents on the machine,
+// recording each for Stop to remove (when still empty).
+func (c *Cluster) mkdirs(p string) error {
+	if _, err := os.Stat(p); err == nil {
+		return nil
+	}
+	if err := c.mkdirs(filepath.Dir(p)); err != nil {
+		return err
+	}
+	if err := os.Mkdir(p, 0o755); err != nil && !os.IsExist(err) {
+		return fmt.Errorf("cluster: mount point %s: %w", p, err)
+	}
+	c.created = append(c.created, p)
 	return nil
 }
 

@@ -21,8 +21,8 @@ type Proc struct {
 	err  error
 }
 
-// start runs path args in network namespace ns (and the mount namespace
-// of process mntPid's when not 0), as nsenter does: only those namespaces
+// start runs path args in network namespace ns (and mount namespace
+// mntNS, a /proc/<pid>/ns/mnt, when set), with env added: only those namespaces
 // change, so /sys and the cgroup mounts stay visible (`ip netns exec`
 // would remount /sys and hide them).
 func (c *Cluster) start(name, ns string, mntNS string, env []string, path string, args ...string) (*Proc, error) {
@@ -36,11 +36,11 @@ func (c *Cluster) start(name, ns string, mntNS string, env []string, path string
 		return nil, err
 	}
 	defer log.Close()
-	ns_args := []string{"--net=" + nsPath(ns)}
+	nsArgs := []string{"--net=" + nsPath(ns)}
 	if mntNS != "" {
-		ns_args = append(ns_args, "--mount="+mntNS)
+		nsArgs = append(nsArgs, "--mount="+mntNS)
 	}
-	p.cmd = exec.Command("nsenter", append(append(ns_args, "--", path), args...)...)
+	p.cmd = exec.Command("nsenter", append(append(nsArgs, "--", path), args...)...)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = log, log
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
