@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -127,6 +128,27 @@ spec:
 	nodeOf := map[string]string{}
 	for _, p := range pods {
 		nodeOf[p.Name] = p.Spec.NodeName
+	}
+	// The router masquerades traffic from outside into the bridge, except
+	// to its own blocks (NO_MASQ_LOCAL): wait for both rules, so that the
+	// check below could fail (without the RETURN the pod would see the
+	// bridge's address).
+	exempt := regexp.MustCompile(`(?m)^-A WEAVE -d 10\.[0-9.]+/[0-9]+ -j RETURN$`)
+	masq := regexp.MustCompile(`(?m)^-A WEAVE ! -s \S+ -o weave -j MASQUERADE$`)
+	for _, n := range c.Nodes {
+		err := netnstest.Poll(30*time.Second, func() error {
+			out, err := n.Exec(ctxT(t, 15*time.Second), "iptables-"+c.Opts.IPTables+"-save", "-t", "nat")
+			if err != nil {
+				return err
+			}
+			if !exempt.MatchString(out) || !masq.MatchString(out) {
+				return fmt.Errorf("%s: nat WEAVE lacks the MASQUERADE into the bridge or the NO_MASQ_LOCAL exemption:\n%s", n.Name, out)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, n := range c.Nodes {
 		var line string

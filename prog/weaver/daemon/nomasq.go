@@ -27,16 +27,17 @@ func (d *daemon) runNoMasqLocal(ctx context.Context, b *backend) {
 	us := b.mesh.Ourself.Name.String()
 	universe := b.ipam.Universe().Range()
 	var last []netip.Prefix
+	synced := false
 	sync := func(time.Time) {
 		blocks := ownedBlocks(b.ipam.Status().Entries, us, universe)
-		if slices.Equal(blocks, last) && last != nil {
+		if synced && slices.Equal(blocks, last) {
 			return
 		}
 		if err := d.firewall.SetNoMasqLocal(blocks); err != nil {
 			d.log.Error("--no-masq-local: update the exemptions", "err", err)
 			return
 		}
-		last = blocks
+		last, synced = blocks, true
 		d.log.Info("--no-masq-local: traffic to local addresses keeps its source", "blocks", len(blocks))
 	}
 	sync(time.Now())
