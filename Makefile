@@ -10,7 +10,7 @@ TESTFLAGS ?=
 SCRIPTS   := weave test/deps.sh test/k8s/bins.sh test/demo.sh test/bench.sh test/scale.sh .ci/run mesh/patches/apply.sh plugin/docker/v2/build.sh
 
 .DEFAULT_GOAL := help
-.PHONY: help build deps test test-unit e2e fuzz demo bench bench-scale lint tidy-check clean mesh-patch k8s-bins docker-plugin
+.PHONY: help build deps test test-unit e2e fuzz demo bench bench-scale lint tidy-check clean mesh-patch k8s-bins docker-plugin image cluster
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -37,13 +37,28 @@ build: mesh-patch ## build bin/weaver, bin/weaveutil and the CNI plugins bin/wea
 docker-plugin: build ## the Docker v2 managed plugin's directory in .build/docker-plugin (then: docker plugin create NAME .build/docker-plugin)
 	sh plugin/docker/v2/build.sh bin/weaver .build/docker-plugin
 
+# The weave-kube image, built from our static binaries and the Debian
+# iptables/kmod of this host, nothing pulled (internal/image); IMAGE names
+# it in the archive and in the manifest written next to it.
+IMAGE     ?= localhost/weave-kube:dev-$(GITREV)
+IMAGE_DIR := .build/image
+image: mesh-patch ## the weave-kube image IMAGE as .build/image/weave-kube.tar (docker/podman load, ctr import) + the manifest naming it
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(IMAGE_DIR)/bin/ ./prog/...
+	$(GO) run ./internal/image/mkimage -bin $(IMAGE_DIR)/bin -name '$(IMAGE)' -o $(IMAGE_DIR)/weave-kube.tar \
+	  -manifest prog/weave-kube/weave-daemonset-k8s.yaml -manifest-out $(IMAGE_DIR)/weave-daemonset-k8s.yaml
+
 deps: ## install test/demo/bench tools with apt-get when missing
 	@sh test/deps.sh
 
 # kube-apiserver and etcd for the tests against a real Kubernetes API (test/k8s),
-# built from Go modules into a cache dir outside the repo; a no-op when there.
-k8s-bins: ## build kube-apiserver + etcd into the test cache (minutes when cold)
-	@sh test/k8s/bins.sh
+# and kubelet, kube-proxy, kube-scheduler, kube-controller-manager for the
+# real cluster (test/cluster), built from Go modules into a cache dir
+# outside the repo; a no-op when there.
+k8s-bins: ## build kube-apiserver, etcd, kubelet, kube-proxy, scheduler, controller-manager into the test cache (minutes when cold)
+	@sh test/k8s/bins.sh cluster
+
+cluster: deps image k8s-bins ## a real 3-node cluster (containerd + kubelet + kube-proxy per node) running the weave-net DaemonSet from IMAGE; Ctrl-C tears down (root)
+	$(GO) run ./test/cluster/up -image $(IMAGE_DIR)/weave-kube.tar -manifest $(IMAGE_DIR)/weave-daemonset-k8s.yaml
 
 # test/testsum prints each package's result, the output of failed tests,
 # every skipped test with its reason, and "tests: N passed, N failed, N

@@ -13,6 +13,9 @@ NEEDED="$NEEDED podman:podman runc:runc busybox:busybox-static nsenter:util-linu
 NEEDED="$NEEDED nft:nftables"
 # The status page's browser tests (test/e2e TestStatusPage*) drive Debian's Chromium.
 NEEDED="$NEEDED chromium:chromium"
+# The real cluster (test/cluster): containerd 1.6 with its CRI plugin, and
+# for the weave-kube image (make image) kmod's modprobe.
+NEEDED="$NEEDED containerd:containerd ctr:containerd modprobe:kmod"
 NEEDED_FILES="/usr/lib/cni/portmap:containernetworking-plugins"
 
 # apt_install installs the Debian packages whose command (or file) is missing.

@@ -101,6 +101,7 @@ type Firewall struct {
 	mu      sync.Mutex
 	exposed map[netip.Prefix]bool // exposed address -> without NAT (skipNAT)
 	noTrack []int                 // UDP ports exempted from conntrack
+	noMasq  map[netip.Prefix]bool // local pods' blocks kept from MASQUERADE (SetNoMasqLocal)
 }
 
 // NewFirewall returns the firewall of bridge ("" = DefaultBridge), run
@@ -141,6 +142,9 @@ func (f *Firewall) ensureLocked() error {
 		}
 	}
 	if err := f.ipt.ensureRule(natJump, 0); err != nil {
+		return err
+	}
+	if err := f.ensureNoMasqLocked(); err != nil {
 		return err
 	}
 	if len(f.noTrack) == 0 {

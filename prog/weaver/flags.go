@@ -170,7 +170,7 @@ func registerCompatFlags(fs *flag.FlagSet, c *daemon.Config) {
 	fs.BoolVar(&c.NoFastDP, "no-fastdp", c.NoFastDP, "disable the VXLAN fast datapath (sleeve only; bridge MTU 65535 unless --mtu)")
 	fs.BoolVar(&c.NoBridgedFastDP, "no-bridged-fastdp", c.NoBridgedFastDP, "disable bridged fast datapath"+later)
 	fs.StringVar(&c.Datapath, "datapath", c.Datapath, "ODP datapath name"+later)
-	fs.BoolVar(&c.NoMasqLocal, "no-masq-local", c.NoMasqLocal, "do not masquerade traffic to local pods"+later)
+	fs.BoolVar(&c.NoMasqLocal, "no-masq-local", c.NoMasqLocal, "do not masquerade traffic to this peer's own address ranges (local pods keep the client's address)")
 }
 
 func parsePrefixes(s string) ([]netip.Prefix, error) {

@@ -47,6 +47,13 @@ type Options struct {
 	// Address is the API server's bind and advertise address (default
 	// 127.0.0.1); with NetNS, an address of that namespace.
 	Address string
+	// Cluster configures the server for a cluster with kubelets, a
+	// controller-manager and pods (test/cluster): the ServiceAccount
+	// admission plugin on (pods get tokens), the kubernetes Service's
+	// endpoints kept (Address must not be loopback), and the kubelets
+	// reached at their InternalIP. ExtraArgs are more flags.
+	Cluster   bool
+	ExtraArgs []string
 }
 
 // New starts etcd and kube-apiserver on free loopback ports, with
@@ -88,7 +95,7 @@ func (s *Server) start(bins Bins) error {
 		return err
 	}
 	s.URL = "https://" + net.JoinHostPort(s.opts.Address, strconv.Itoa(ports[2]))
-	if s.apiserver, err = s.launch("kube-apiserver", bins.APIServer, apiserverArgs(s.Dir, etcdURL, s.opts.Address, ports[2])); err != nil {
+	if s.apiserver, err = s.launch("kube-apiserver", bins.APIServer, apiserverArgs(s.Dir, etcdURL, s.opts, ports[2])); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
@@ -129,12 +136,12 @@ func etcdArgs(dir, clientURL string, peerPort int) []string {
 	}
 }
 
-func apiserverArgs(dir, etcdURL, addr string, port int) []string {
-	return []string{
+func apiserverArgs(dir, etcdURL string, o Options, port int) []string {
+	addr := o.Address
+	args := []string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=" + addr, "--advertise-address=" + addr,
 		"--secure-port=" + strconv.Itoa(port),
-		"--endpoint-reconciler-type=none", // v1.37 refuses a loopback advertise address otherwise
 		"--cert-dir=" + filepath.Join(dir, "certs"),
 		"--token-auth-file=" + filepath.Join(dir, "tokens.csv"),
 		"--authorization-mode=RBAC",
@@ -142,10 +149,17 @@ func apiserverArgs(dir, etcdURL, addr string, port int) []string {
 		"--service-account-key-file=" + filepath.Join(dir, "sa.pub"),
 		"--service-account-signing-key-file=" + filepath.Join(dir, "sa.key"),
 		"--service-cluster-ip-range=10.0.0.0/24",
-		"--disable-admission-plugins=ServiceAccount",
 		"--allow-privileged=true", // as every real cluster that runs a CNI DaemonSet
 		"--v=0",
 	}
+	if o.Cluster {
+		args = append(args, "--kubelet-preferred-address-types=InternalIP,Hostname")
+	} else {
+		args = append(args,
+			"--endpoint-reconciler-type=none", // v1.37 refuses a loopback advertise address otherwise
+			"--disable-admission-plugins=ServiceAccount")
+	}
+	return append(args, o.ExtraArgs...)
 }
 
 // launch starts one binary with its output in <Dir>/<name>.log. It dies

@@ -51,7 +51,7 @@ type Config struct {
 	StatusAddr         string         // --status-addr: read-only API; "" = off
 	PProf              bool           // --pprof: /debug/pprof/ on the full API
 	MetricsAddr        string         // --metrics-addr: /metrics (and the read-only API); "" = off
-	NoMasqLocal        bool           // --no-masq-local: accepted for 2.8.1's DaemonSet; not implemented
+	NoMasqLocal        bool           // --no-masq-local: traffic to this peer's own ranges is not masqueraded (runNoMasqLocal)
 	Bridge             string         // --weave-bridge: default "weave"
 	MTU                int            // --mtu: bridge MTU; 0 = underlay MTU - 50 (fast path) or 65535 (--no-fastdp)
 	LogLevel           string         // --log-level: debug, info, warning, error; default info

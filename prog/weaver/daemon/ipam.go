@@ -89,6 +89,7 @@ func (d *daemon) runIPAMHousekeeping(ctx context.Context, b *backend) {
 		return
 	}
 	d.preClaim(ctx, b.ipam)
+	d.runNoMasqLocal(ctx, b)
 	d.every(ctx, deadContainerCheck, func(time.Time) { d.pruneDead(b.ipam) })
 }
 

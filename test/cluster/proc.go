@@ -1,0 +1,115 @@
+//go:build linux
+
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Proc is a process of the cluster, its output in Log.
+type Proc struct {
+	Name string
+	Log  string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// start runs path args in network namespace ns (and mount namespace
+// mntNS, a /proc/<pid>/ns/mnt, when set), with env added: only those namespaces
+// change, so /sys and the cgroup mounts stay visible (`ip netns exec`
+// would remount /sys and hide them).
+func (c *Cluster) start(name, ns string, mntNS string, env []string, path string, args ...string) (*Proc, error) {
+	logDir := filepath.Join(c.Dir, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, err
+	}
+	p := &Proc{Name: name, Log: filepath.Join(logDir, name+".log"), done: make(chan struct{})}
+	log, err := os.OpenFile(p.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	nsArgs := []string{"--net=" + nsPath(ns)}
+	if mntNS != "" {
+		nsArgs = append(nsArgs, "--mount="+mntNS)
+	}
+	p.cmd = exec.Command("nsenter", append(append(nsArgs, "--", path), args...)...)
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr = log, log
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("cluster: start %s: %w", name, err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	return p, nil
+}
+
+// Exited is nil while p runs, else how it ended.
+func (p *Proc) Exited() error {
+	if p == nil {
+		return nil
+	}
+	select {
+	case <-p.done:
+		return fmt.Errorf("%s exited (%v); log tail:\n%s", p.Name, p.err, p.Tail(20))
+	default:
+		return nil
+	}
+}
+
+// Pid is the process id (nsenter execs the program: same process).
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// Stop sends SIGTERM, then SIGKILL after grace, and waits.
+func (p *Proc) Stop(grace time.Duration) {
+	if p == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return
+	case <-time.After(grace):
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// Kill sends SIGKILL and waits.
+func (p *Proc) Kill() {
+	if p == nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// Tail is the last n lines of p's log.
+func (p *Proc) Tail(n int) string {
+	if p == nil {
+		return ""
+	}
+	b, err := os.ReadFile(p.Log)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// killPid sends SIGKILL to pid and reaps it if it is our child.
+func killPid(pid int) {
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	var st syscall.WaitStatus
+	_, _ = syscall.Wait4(pid, &st, syscall.WNOHANG, nil)
+}
