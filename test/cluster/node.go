@@ -5,6 +5,8 @@ package cluster
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -215,6 +217,13 @@ func (n *Node) makeMountNS() error {
 			return err
 		}
 	}
+	// Each node is a machine of its own: its own machine id (systemd's and
+	// D-Bus's copy), which the router derives its first peer name from as
+	// Weave Net 2.8.1 does, and kubelet reports. Shared, every node's
+	// router would take the same name.
+	if err := n.identity(&script); err != nil {
+		return err
+	}
 	script.WriteString("echo ready\nexec sleep 2147483647\n")
 	n.holder = exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script.String())
 	n.holder.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
@@ -233,6 +242,31 @@ func (n *Node) makeMountNS() error {
 		return fmt.Errorf("cluster: mount namespace of %s: %s", n.Name, stderr.String())
 	}
 	n.mntNS = fmt.Sprintf("/proc/%d/ns/mnt", n.holder.Process.Pid)
+	return nil
+}
+
+// identity writes a random machine id for the node under n.Dir and adds
+// to script the bind mounts that show it at the machine's own id paths
+// (those that exist: a mount needs its mount point).
+func (n *Node) identity(script *strings.Builder) error {
+	raw := make([]byte, 16)
+	if _, err := rand.Read(raw); err != nil {
+		return err
+	}
+	id := []byte(hex.EncodeToString(raw) + "\n")
+	for _, p := range []string{"/etc/machine-id", "/var/lib/dbus/machine-id"} {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		src := filepath.Join(n.Dir, "id", strings.ReplaceAll(strings.TrimPrefix(p, "/"), "/", "_"))
+		if err := os.MkdirAll(filepath.Dir(src), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(src, id, 0o444); err != nil {
+			return err
+		}
+		fmt.Fprintf(script, "mount --bind %s %s\n", src, p)
+	}
 	return nil
 }
 
