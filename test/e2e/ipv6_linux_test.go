@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,6 +33,20 @@ func TestIPv6UnderlayThreeHosts(t *testing.T) {
 	if !strings.Contains(st.fallback, "vxlan needs an IPv4 underlay") {
 		t.Fatalf("h1->h3 fallback = %q, want the fast path's reason (vxlan needs an IPv4 underlay)", st.fallback)
 	}
+	// Liveness runs over IPv6 too: h1 sees h2 and h3 alive.
+	netnstest.WaitFor(t, establishTimeout, "h1's liveness sees h2 and h3 alive", func() error {
+		out := cl.weave(1, "report")
+		var r livenessReport
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			return fmt.Errorf("decode weave report: %w", err)
+		}
+		for _, j := range []int{2, 3} {
+			if e := r.Router.Liveness[peerName(j)]; e.State != "alive" {
+				return fmt.Errorf("h%d is %q in h1's liveness view %v", j, e.State, r.Router.Liveness)
+			}
+		}
+		return nil
+	})
 	// The CLI takes [v6]:port and refuses a malformed IPv6 peer by name.
 	cl.weave(1, "connect", "[fd00:100::3]:6783")
 	if out, err := cl.tp.Weave(cl.host(1), "connect", "[fd00:100::zz]"); err == nil || !strings.Contains(err.Error()+out, `"fd00:100::zz" is not an IPv6 address`) {
