@@ -8,19 +8,22 @@ import (
 	"os/exec"
 	"strconv"
 	"testing"
+
+	"github.com/weaveworks/mesh"
 )
 
 // v6Hosts creates netns <p>a, <p>r and <p>b: a 1500-byte veth a-r
-// (fd00:251:1::1 and ::2), a veth r-b of mtu (fd00:251:2::2 and ::1) and
-// r forwarding IPv6 between them. No IPv4 address is on the underlay.
+// (fd00:251:1::1 and ::2, also 192.168.252.1 and .2), a veth r-b of mtu
+// (fd00:251:2::2 and ::1) and r forwarding IPv6 between them: A and B
+// share no IPv4 path.
 // With mtu < 1500, r answers A's bigger DF datagrams with ICMPv6 Packet
 // Too Big, as an IPv6 router must (it never fragments).
-func v6Hosts(t *testing.T, mtu string) (nsA, nsB string) {
+func v6Hosts(t *testing.T, mtu string) (nsA, nsR, nsB string) {
 	t.Helper()
 	var r [3]byte
 	rand.Read(r[:])
 	p := "w" + hex.EncodeToString(r[:])[:5]
-	nsA, nsR, nsB := p+"a", p+"r", p+"b"
+	nsA, nsR, nsB = p+"a", p+"r", p+"b"
 	for _, ns := range []string{nsA, nsR, nsB} {
 		runCmd(t, "ip", "netns", "add", ns)
 		t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
@@ -36,9 +39,11 @@ func v6Hosts(t *testing.T, mtu string) (nsA, nsB string) {
 		runCmd(t, "ip", "-n", a[0], "addr", "add", a[2], "dev", a[1], "nodad")
 		runCmd(t, "ip", "-n", a[0], "link", "set", a[1], "up")
 	}
+	runCmd(t, "ip", "-n", nsA, "addr", "add", "192.168.252.1/24", "dev", p+"a")
+	runCmd(t, "ip", "-n", nsR, "addr", "add", "192.168.252.2/24", "dev", p+"ra")
 	runCmd(t, "ip", "-n", nsA, "-6", "route", "add", "fd00:251:2::/64", "via", "fd00:251:1::2")
 	runCmd(t, "ip", "-n", nsB, "-6", "route", "add", "fd00:251:1::/64", "via", "fd00:251:2::2")
-	return nsA, nsB
+	return nsA, nsR, nsB
 }
 
 // v6Pair connects A (outbound, to B's IPv6 underlay address) and B, each
@@ -46,7 +51,7 @@ func v6Hosts(t *testing.T, mtu string) (nsA, nsB string) {
 // and the IPv6 pair beside it.
 func v6Pair(t *testing.T, key *[32]byte, mtu string) netnsSetup {
 	t.Helper()
-	nsA, nsB := v6Hosts(t, mtu)
+	nsA, _, nsB := v6Hosts(t, mtu)
 	hb := newFakeHandler()
 	cfg := Config{Timing: fastTiming, NoSegments: true}
 	oa := overlayInNetns(t, nsA, "", peerA, newFakeHandler(), cfg)
@@ -143,4 +148,48 @@ func TestNetnsIPv6Disabled(t *testing.T) {
 	}
 	fa.Stop()
 	fb.Stop()
+}
+
+// TestNetnsMixedFamilies: one overlay (A, bound as weaver binds) with an
+// IPv4 link to a peer that behaves as Weave 2.8.1 does (an IPv4-only
+// socket, no features) and an IPv6 link to another: both establish,
+// the IPv4 link settles at 2.8.1's MTU for a 1500-byte path, the IPv6
+// one 20 bytes lower, and frames cross both.
+func TestNetnsMixedFamilies(t *testing.T) {
+	requireRoot(t)
+	checkGoroutines(t)
+	nsA, nsR, nsB := v6Hosts(t, "1500")
+	hr, hb := newFakeHandler(), newFakeHandler()
+	cfg := Config{Timing: fastTiming, NoSegments: true}
+	oa := overlayInNetns(t, nsA, "", peerA, newFakeHandler(), cfg)
+	oc := overlayInNetns(t, nsR, "192.168.252.2", peerC, hr, cfg) // like 2.8.1: udp4 only
+	ob := overlayInNetns(t, nsB, "", peerB, hb, cfg)
+	fr, frBack := pairFeatures(t, oa, oc, nil, nil, nil)
+	v4 := netip.MustParseAddrPort("192.168.252.2:" + strconv.Itoa(oc.Port()))
+	fr.(*forwarder).remoteAddr.Store(&v4)
+	fb, fbBack := pairFeatures(t, oa, ob, nil, nil, nil)
+	v6 := netip.MustParseAddrPort("[fd00:251:2::1]:" + strconv.Itoa(ob.Port()))
+	fb.(*forwarder).remoteAddr.Store(&v6)
+	for _, f := range []interface{ Confirm() }{fr, frBack, fb, fbBack} {
+		f.Confirm()
+	}
+	awaitClosed(t, fr.EstablishedChannel(), "A established to the 2.8.1-like peer over IPv4")
+	awaitClosed(t, fb.EstablishedChannel(), "A established to our peer over IPv6")
+	awaitMTU(t, fr, 1438)
+	awaitMTU(t, fb, 1418)
+	for _, c := range []struct {
+		f  interface{ Forward(src, dst mesh.PeerName, frame []byte) error }
+		h  *fakeHandler
+		to mesh.PeerName
+	}{{fr, hr, peerC}, {fb, hb, peerB}} {
+		if err := c.f.Forward(peerA, c.to, ipv4Frame(1200, false, 0)); err != nil {
+			t.Fatalf("forward to %v: %v", c.to, err)
+		}
+		if got := c.h.await(t); got.src != peerA || len(got.frame) != ethHeaderLen+1200 {
+			t.Fatalf("%v got a %d-byte frame from %v", c.to, len(got.frame), got.src)
+		}
+	}
+	for _, f := range []interface{ Stop() }{fr, frBack, fb, fbBack} {
+		f.Stop()
+	}
 }
