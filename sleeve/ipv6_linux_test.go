@@ -178,7 +178,9 @@ func TestNetnsMixedFamilies(t *testing.T) {
 	awaitMTU(t, fr, 1438)
 	awaitMTU(t, fb, 1418)
 	for _, c := range []struct {
-		f  interface{ Forward(src, dst mesh.PeerName, frame []byte) error }
+		f interface {
+			Forward(src, dst mesh.PeerName, frame []byte) error
+		}
 		h  *fakeHandler
 		to mesh.PeerName
 	}{{fr, hr, peerC}, {fb, hb, peerB}} {
