@@ -33,20 +33,9 @@ func TestIPv6UnderlayThreeHosts(t *testing.T) {
 	if !strings.Contains(st.fallback, "vxlan needs an IPv4 underlay") {
 		t.Fatalf("h1->h3 fallback = %q, want the fast path's reason (vxlan needs an IPv4 underlay)", st.fallback)
 	}
-	// Liveness runs over IPv6 too: h1 sees h2 and h3 alive.
-	netnstest.WaitFor(t, establishTimeout, "h1's liveness sees h2 and h3 alive", func() error {
-		out := cl.weave(1, "report")
-		var r livenessReport
-		if err := json.Unmarshal([]byte(out), &r); err != nil {
-			return fmt.Errorf("decode weave report: %w", err)
-		}
-		for _, j := range []int{2, 3} {
-			if e := r.Router.Liveness[peerName(j)]; e.State != "alive" {
-				return fmt.Errorf("h%d is %q in h1's liveness view %v", j, e.State, r.Router.Liveness)
-			}
-		}
-		return nil
-	})
+	// Liveness runs over IPv6 too.
+	cl.waitAlive(1, 2)
+	cl.waitAlive(1, 3)
 	// The CLI takes [v6]:port and refuses a malformed IPv6 peer by name.
 	cl.weave(1, "connect", "[fd00:100::3]:6783")
 	if out, err := cl.tp.Weave(cl.host(1), "connect", "[fd00:100::zz]"); err == nil || !strings.Contains(err.Error()+out, `"fd00:100::zz" is not an IPv6 address`) {
@@ -55,13 +44,16 @@ func TestIPv6UnderlayThreeHosts(t *testing.T) {
 }
 
 // TestIPv6UnderlayEncrypted: two IPv6-only hosts with a password, the
-// second given its peer as [v6]:port: encrypted sleeve, MTU 20 bytes
-// below IPv4's 1414, containers ping.
+// second bound with --host to its IPv6 address (sleeve then has only the
+// IPv6 socket pair) and given its peer as [v6]:port: encrypted sleeve,
+// MTU 20 bytes below IPv4's 1414, containers ping, liveness alive.
 func TestIPv6UnderlayEncrypted(t *testing.T) {
 	t.Parallel()
 	cl := newCluster(t, clusterOpts{hosts: 2, password: "s3cret", noLaunch: []int{2},
 		underlay: []string{netnstest.UnderlayIPv6, netnstest.UnderlayIPv6}})
-	args := append(cl.launchArgs(2), "[fd00:100::1]:6783")
+	args := cl.launchArgs(2)                      // ends with the hub as [fd00:100::1]
+	args = append(args[:len(args)-1:len(args)-1], // flags come before peers
+		"--host", cl.host(2).IP6, "[fd00:100::1]:6783")
 	if _, err := cl.tp.StartRouter(cl.host(2), args...); err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +64,8 @@ func TestIPv6UnderlayEncrypted(t *testing.T) {
 	cl.waitLogLine(2, "Effective MTU verified at 1394", peerName(1))
 	cl.waitPing(1, 2)
 	cl.waitPing(2, 1)
+	cl.waitAlive(2, 1)
+	cl.waitAlive(1, 2)
 }
 
 // TestMixedUnderlay: h1 has IPv4 only (IPv6 disabled), h2 both, h3 IPv6
@@ -127,5 +121,22 @@ func (cl *cluster) waitLogLine(i int, parts ...string) {
 			return nil
 		}
 		return fmt.Errorf("no such line in %s", path)
+	})
+}
+
+// waitAlive waits until host i's liveness view (weave report) has host j
+// alive.
+func (cl *cluster) waitAlive(i, j int) {
+	cl.t.Helper()
+	netnstest.WaitFor(cl.t, establishTimeout, fmt.Sprintf("h%d's liveness sees h%d alive", i, j), func() error {
+		out := cl.weave(i, "report")
+		var r livenessReport
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			return fmt.Errorf("decode weave report: %w", err)
+		}
+		if e := r.Router.Liveness[peerName(j)]; e.State != "alive" {
+			return fmt.Errorf("h%d is %q in h%d's liveness view %v", j, e.State, i, r.Router.Liveness)
+		}
+		return nil
 	})
 }
