@@ -246,3 +246,26 @@ func (tp *Topology) mustRunRoot(args ...string) {
 		tp.t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
 	}
 }
+
+// SetHosts gives host h its own /etc/hosts: `ip netns exec` (which runs
+// every command here) bind-mounts /etc/netns/<ns>/hosts over /etc/hosts.
+// The directory is removed when the test ends, and /etc/netns too when
+// this made it and it is empty again.
+func (tp *Topology) SetHosts(h *Host, content string) {
+	tp.t.Helper()
+	dir := filepath.Join("/etc/netns", h.NS)
+	_, err := os.Stat("/etc/netns")
+	made := os.IsNotExist(err)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tp.t.Fatalf("create %s: %v", dir, err)
+	}
+	tp.t.Cleanup(func() {
+		os.RemoveAll(dir)
+		if made {
+			os.Remove("/etc/netns") // fails, as it should, while another test's hosts file is there
+		}
+	})
+	if err := os.WriteFile(filepath.Join(dir, "hosts"), []byte(content), 0o644); err != nil {
+		tp.t.Fatalf("write %s/hosts: %v", dir, err)
+	}
+}

@@ -69,14 +69,22 @@ func TestIPv6UnderlayEncrypted(t *testing.T) {
 }
 
 // TestMixedUnderlay: h1 has IPv4 only (IPv6 disabled), h2 both, h3 IPv6
-// only. h1 joins h2 over IPv4, h3 over IPv6; c1 and c3 reach each other
+// only. h1 joins h2 over IPv4, h3 over IPv6, naming h2 by a host name
+// whose only address is IPv6 (an AAAA-only name); c1 and c3 reach each other
 // through h2, which relays between its IPv4 and its IPv6 link. h1 never
 // gets a link to h3 (no common family) and keeps working although the
 // gossip tells it h3's IPv6 address.
 func TestMixedUnderlay(t *testing.T) {
 	t.Parallel()
-	cl := newCluster(t, clusterOpts{hosts: 3, hub: 2,
+	cl := newCluster(t, clusterOpts{hosts: 3, hub: 2, noLaunch: []int{3},
 		underlay: []string{netnstest.UnderlayIPv4, netnstest.UnderlayDual, netnstest.UnderlayIPv6}})
+	cl.tp.SetHosts(cl.host(3), "127.0.0.1 localhost\n::1 localhost\n"+cl.host(2).IP6+" hub.v6.test\n")
+	args := cl.launchArgs(3)
+	args[len(args)-1] = "hub.v6.test"
+	if _, err := cl.tp.StartRouter(cl.host(3), args...); err != nil {
+		t.Fatal(err)
+	}
+	cl.attach(3)
 	netnstest.WaitFor(t, establishTimeout, "h2 established over IPv4 to h1 and over IPv6 to h3", func() error {
 		conns, out, err := cl.connections(2)
 		if err != nil {
