@@ -24,8 +24,15 @@ func (r *testRouter) addr() string { return fmt.Sprintf("127.0.0.1:%d", r.port) 
 // port is retried with a new one.
 func startRouter(t *testing.T, name, nick string, password []byte) *testRouter {
 	t.Helper()
+	return startRouterOn(t, "127.0.0.1", name, nick, password)
+}
+
+// startRouterOn is startRouter listening on host ("" = every address of
+// both families).
+func startRouterOn(t *testing.T, host, name, nick string, password []byte) *testRouter {
+	t.Helper()
 	for range 5 {
-		if r := tryStartRouter(t, name, nick, password); r != nil {
+		if r := tryStartRouter(t, host, name, nick, password); r != nil {
 			return r
 		}
 	}
@@ -33,12 +40,12 @@ func startRouter(t *testing.T, name, nick string, password []byte) *testRouter {
 	return nil
 }
 
-func tryStartRouter(t *testing.T, name, nick string, password []byte) (tr *testRouter) {
+func tryStartRouter(t *testing.T, host, name, nick string, password []byte) (tr *testRouter) {
 	t.Helper()
 	port := freePort(t)
 	sink, l := newTestLogger()
 	interval := 2 * time.Second
-	cfg := wmesh.Config{Host: "127.0.0.1", Port: port, Password: password, ConnLimit: 64,
+	cfg := wmesh.Config{Host: host, Port: port, Password: password, ConnLimit: 64,
 		ProtocolMinVersion: wmesh.ProtocolMinVersion, PeerDiscovery: true, GossipInterval: &interval}
 	r, err := wmesh.NewRouter(cfg, mustName(t, name), nick, wmesh.NullOverlay{}, Logger(l))
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 
 	"github.com/seedf75a49c6/weave/router"
@@ -21,15 +20,19 @@ const (
 
 var (
 	errNoRemoteAddr = errors.New("remote UDP address not known yet")
-	errFrameTooLong = errors.New("frame does not fit a datagram")
+	// errNoFamilySocket: the remote's address family has no sleeve socket
+	// here (an IPv6 peer on a host without IPv6).
+	errNoFamilySocket = errors.New("no sleeve socket of this address family")
+	errFrameTooLong   = errors.New("frame does not fit a datagram")
 )
 
 // channel is one send stream (DF or non-DF) of a forwarder: an encoder
-// with its own sequence counter and the socket it writes to.
+// with its own sequence counter; df picks the socket it writes to (of
+// the remote address's family).
 type channel struct {
-	mu   sync.Mutex
-	enc  *Encoder
-	conn *net.UDPConn
+	mu  sync.Mutex
+	enc *Encoder
+	df  bool
 }
 
 // ipv4Header inspects an Ethernet frame; ok is false unless it carries a
@@ -110,7 +113,16 @@ func (f *forwarder) writeLocked(ch *channel, d []byte) error {
 		f.cnt.TxDropped.Add(1)
 		return errNoRemoteAddr
 	}
-	if _, err := ch.conn.WriteToUDPAddrPort(d, *ap); err != nil {
+	s := f.o.socketsFor(ap.Addr())
+	if s == nil {
+		f.cnt.TxErrors.Add(1)
+		return fmt.Errorf("send datagram to %s: %w", ap.String(), errNoFamilySocket)
+	}
+	conn := s.main
+	if ch.df {
+		conn = s.df
+	}
+	if _, err := conn.WriteToUDPAddrPort(d, *ap); err != nil {
 		f.cnt.TxErrors.Add(1)
 		return fmt.Errorf("send datagram to %s: %w", ap.String(), err)
 	}
@@ -181,7 +193,7 @@ func ipChecksum(h []byte) uint16 {
 
 // segmentSize is the size of one segment datagram for an overlay MTU: the
 // largest DF datagram discovery verified (overheadDF without IP and UDP).
-func (f *forwarder) segmentSize(mtu int) int { return mtu + f.overheadDF() - 28 }
+func (f *forwarder) segmentSize(mtu int) int { return mtu + f.overheadDF() - f.ipUDPHeaders() }
 
 // errGSORefused: the path refused a UDP_SEGMENT send; the frame is still to be sent.
 var errGSORefused = errors.New("UDP GSO send refused")
@@ -198,7 +210,11 @@ func (f *forwarder) forwardSegmented(src, dst mesh.PeerName, frame []byte) error
 		return nil
 	}
 	ap := f.remoteAddr.Load()
-	if ap == nil {
+	socks := (*sockets)(nil)
+	if ap != nil {
+		socks = f.o.socketsFor(ap.Addr())
+	}
+	if socks == nil {
 		f.cnt.TxDropped.Add(1)
 		return nil
 	}
@@ -213,7 +229,7 @@ func (f *forwarder) forwardSegmented(src, dst mesh.PeerName, frame []byte) error
 	id := c.enc.begin()
 	for off := 0; off < len(frame); {
 		run, next := c.enc.fill(src, dst, id, frame, off, segSize)
-		_, _, err := f.o.socks.df.WriteMsgUDPAddrPort(run, c.oob.set(segSize), *ap)
+		_, _, err := socks.df.WriteMsgUDPAddrPort(run, c.oob.set(segSize), *ap)
 		switch {
 		case err == nil:
 		case off == 0 && isGSOUnsupported(err):

@@ -143,8 +143,8 @@ func (f *forwarder) initCrypto(local mesh.PeerName, p mesh.OverlayConnectionPara
 	if err != nil {
 		return err
 	}
-	f.dfCh = channel{enc: df, conn: f.o.socks.df}
-	f.nonDFCh = channel{enc: nonDF, conn: f.o.socks.main}
+	f.dfCh = channel{enc: df, df: true}
+	f.nonDFCh = channel{enc: nonDF}
 	if p.SessionKey != nil {
 		if f.opener, err = NewOpenerCipher(p.SessionKey, f.cipher, !p.Outbound); err != nil {
 			return err
@@ -263,7 +263,16 @@ func (f *forwarder) fail(err error) {
 // overheadDF is what the path adds to an overlay IP packet: IP+UDP
 // headers, datagram overhead, frame header and the inner Ethernet header.
 func (f *forwarder) overheadDF() int {
-	return 28 + f.dfCh.enc.Overhead() + FrameOverhead + ethHeaderLen
+	return f.ipUDPHeaders() + f.dfCh.enc.Overhead() + FrameOverhead + ethHeaderLen
+}
+
+// ipUDPHeaders is the underlay's IP+UDP header size towards the remote:
+// 48 bytes over IPv6, 28 over IPv4 (also while the address is unknown).
+func (f *forwarder) ipUDPHeaders() int {
+	if ap := f.remoteAddr.Load(); ap != nil && !ap.Addr().Unmap().Is4() {
+		return 40 + 8
+	}
+	return 20 + 8
 }
 
 // sendSpecial sends an all-zero special frame of n bytes ending in tail.

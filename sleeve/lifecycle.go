@@ -171,8 +171,10 @@ func (f *forwarder) probe(p *pmtu, candidate int) {
 		p.lowestBad = min(p.lowestBad, candidate)
 		next := candidate - 1
 		if remote := f.remoteAddr.Load(); remote != nil {
-			if kp, kerr := f.o.socks.kernelPMTU(*remote); kerr == nil {
-				next = kp - f.overheadDF()
+			if s := f.o.socketsFor(remote.Addr()); s != nil {
+				if kp, kerr := s.kernelPMTU(*remote); kerr == nil {
+					next = kp - f.overheadDF()
+				}
 			}
 		}
 		if next >= p.lowestBad {

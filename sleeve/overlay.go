@@ -95,6 +95,7 @@ type Overlay struct {
 	log     *slog.Logger
 	ciphers string // our CipherFeature offer; "" with NoFastCipher
 	socks   *sockets
+	socks6  *sockets // IPv6 pair beside an IPv4 primary (Host ""); nil when IPv6 is unavailable
 
 	mu struct {
 		sync.RWMutex
@@ -155,7 +156,30 @@ func New(cfg Config) (*Overlay, error) {
 	}
 	o.wg.Add(1)
 	go o.receiveLoop()
+	if cfg.Host == "" {
+		o.openIPv6()
+	}
 	return o, nil
+}
+
+// openIPv6 opens the IPv6 pair on the primary's port, so peers reached
+// over an IPv6 underlay get a sleeve data path. A host without IPv6
+// (disabled, or the port taken there) keeps its IPv4 links and says why.
+func (o *Overlay) openIPv6() {
+	s6, err := openSockets("::", o.socks.port)
+	if err != nil {
+		o.log.Info("sleeve has no IPv6 socket; IPv6 underlay links will not get a data path", "err", err)
+		return
+	}
+	raw, err := s6.main.SyscallConn()
+	if err != nil {
+		s6.close()
+		o.log.Info("sleeve has no IPv6 socket; IPv6 underlay links will not get a data path", "err", err)
+		return
+	}
+	o.socks6 = s6
+	o.wg.Add(1)
+	go o.receiveLoop6(raw)
 }
 
 // Name implements router.Overlay.
@@ -226,6 +250,9 @@ func (o *Overlay) Stop() {
 		}
 		o.closed.Store(true)
 		o.socks.close()
+		if o.socks6 != nil {
+			o.socks6.close()
+		}
 		o.wg.Wait()
 	})
 }

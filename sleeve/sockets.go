@@ -2,6 +2,7 @@ package sleeve
 
 import (
 	"net"
+	"net/netip"
 	"sync"
 )
 
@@ -12,6 +13,7 @@ type sockets struct {
 	main *net.UDPConn
 	df   *net.UDPConn
 	port int
+	v6   bool // an AF_INET6 pair (IPV6_V6ONLY): carries IPv6 underlay links
 	// gso: the kernel takes UDP_SEGMENT on sends and main has UDP_GRO on,
 	// so segmented framing (SegmentsFeature) can be offered.
 	gso  bool
@@ -27,4 +29,18 @@ func (s *sockets) close() {
 	if s.df != s.main {
 		s.df.Close()
 	}
+}
+
+// socketsFor returns the socket pair of remote's address family: the
+// primary pair, or the IPv6 pair opened beside an IPv4 one; nil when we
+// have no socket of that family (e.g. IPv6 disabled on this host).
+func (o *Overlay) socketsFor(remote netip.Addr) *sockets {
+	v6 := !remote.Unmap().Is4()
+	switch {
+	case o.socks.v6 == v6:
+		return o.socks
+	case o.socks6 != nil && v6:
+		return o.socks6
+	}
+	return nil
 }

@@ -14,16 +14,20 @@ import (
 )
 
 // openSockets binds two UDP sockets to the same host:port with
-// SO_REUSEPORT: main (IP_PMTUDISC_DONT: never DF, the kernel fragments)
-// and df (IP_PMTUDISC_DO: DF set, EMSGSIZE when a datagram exceeds the
-// path MTU). A classic-BPF reuseport program steers every incoming
-// datagram to main (group index 0), so df never receives and one receive
-// goroutine suffices. Both send from the sleeve port, as Weave does.
+// SO_REUSEPORT: main (PMTUDISC_DONT: IPv4 never sets DF and the kernel
+// fragments; IPv6 fragments at the source to the path MTU) and df
+// (PMTUDISC_DO: DF set on IPv4, no source fragmentation on IPv6; EMSGSIZE
+// when a datagram exceeds the path MTU). A classic-BPF reuseport program
+// steers every incoming datagram to main (group index 0), so df never
+// receives and one receive goroutine per family suffices. Both send from
+// the sleeve port, as Weave does. The family is the host's: IPv4 for ""
+// or an IPv4 address, IPv6 (IPV6_V6ONLY) for "::" or an IPv6 address.
 func openSockets(host string, port int) (*sockets, error) {
 	if host == "" {
 		host = "0.0.0.0"
 	}
-	main, err := listenUDP(host, port, unix.IP_PMTUDISC_DONT)
+	v6 := isIPv6Host(host)
+	main, err := listenUDP(v6, host, port, unix.IP_PMTUDISC_DONT)
 	if err != nil {
 		return nil, err
 	}
@@ -32,18 +36,22 @@ func openSockets(host string, port int) (*sockets, error) {
 		return nil, err
 	}
 	port = main.LocalAddr().(*net.UDPAddr).Port
-	df, err := listenUDP(host, port, unix.IP_PMTUDISC_DO)
+	df, err := listenUDP(v6, host, port, unix.IP_PMTUDISC_DO)
 	if err != nil {
 		main.Close()
 		return nil, err
 	}
-	pfd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	family := unix.AF_INET
+	if v6 {
+		family = unix.AF_INET6
+	}
+	pfd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		main.Close()
 		df.Close()
 		return nil, fmt.Errorf("open pmtu query socket: %w", err)
 	}
-	s := &sockets{main: main, df: df, port: port}
+	s := &sockets{main: main, df: df, port: port, v6: v6}
 	s.pmtu.fd = pfd
 	s.gso = enableGSO(main, df)
 	return s, nil
@@ -92,14 +100,18 @@ func isGSOUnsupported(err error) bool {
 	return errors.Is(err, unix.EIO) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOPROTOOPT)
 }
 
-func listenUDP(host string, port, pmtudisc int) (*net.UDPConn, error) {
+func listenUDP(v6 bool, host string, port, pmtudisc int) (*net.UDPConn, error) {
+	network, level, opt := "udp4", unix.IPPROTO_IP, unix.IP_MTU_DISCOVER
+	if v6 { // IPV6_PMTUDISC_DONT/DO have the IPv4 constants' values
+		network, level, opt = "udp6", unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER
+	}
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
 		err := c.Control(func(fd uintptr) {
 			if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); serr != nil {
 				return
 			}
-			if serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, pmtudisc); serr != nil {
+			if serr = unix.SetsockoptInt(int(fd), level, opt, pmtudisc); serr != nil {
 				return
 			}
 			serr = setBuffers(int(fd))
@@ -107,7 +119,7 @@ func listenUDP(host string, port, pmtudisc int) (*net.UDPConn, error) {
 		return errors.Join(err, serr)
 	}}
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
-	pc, err := lc.ListenPacket(context.Background(), "udp4", addr)
+	pc, err := lc.ListenPacket(context.Background(), network, addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen udp %s: %w", addr, err)
 	}
@@ -161,13 +173,20 @@ func (s *sockets) kernelPMTU(remote netip.AddrPort) (int, error) {
 	if s.pmtu.fd < 0 {
 		return 0, fmt.Errorf("query pmtu towards %s: %w", remote, net.ErrClosed)
 	}
-	sa := &unix.SockaddrInet4{Port: int(remote.Port()), Addr: remote.Addr().Unmap().As4()}
+	var sa unix.Sockaddr
+	level, opt := unix.IPPROTO_IP, unix.IP_MTU
+	if s.v6 { // the kernel's PMTU cache learns from ICMPv6 Packet Too Big
+		sa = &unix.SockaddrInet6{Port: int(remote.Port()), Addr: remote.Addr().As16()}
+		level, opt = unix.IPPROTO_IPV6, unix.IPV6_MTU
+	} else {
+		sa = &unix.SockaddrInet4{Port: int(remote.Port()), Addr: remote.Addr().Unmap().As4()}
+	}
 	if err := unix.Connect(s.pmtu.fd, sa); err != nil {
 		return 0, fmt.Errorf("connect pmtu socket to %s: %w", remote, err)
 	}
-	mtu, err := unix.GetsockoptInt(s.pmtu.fd, unix.IPPROTO_IP, unix.IP_MTU)
+	mtu, err := unix.GetsockoptInt(s.pmtu.fd, level, opt)
 	if err != nil {
-		return 0, fmt.Errorf("read IP_MTU towards %s: %w", remote, err)
+		return 0, fmt.Errorf("read path MTU towards %s: %w", remote, err)
 	}
 	return mtu, nil
 }
@@ -181,6 +200,12 @@ func (s *sockets) closePMTU() {
 	}
 }
 
+// isIPv6Host reports whether host is an IPv6 address (not IPv4-mapped).
+func isIPv6Host(host string) bool {
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Is6() && !a.Is4In6()
+}
+
 func isMsgTooBig(err error) bool { return errors.Is(err, unix.EMSGSIZE) }
 
 // receiveLoop receives and handles datagrams until the socket is closed.
@@ -189,6 +214,28 @@ func (o *Overlay) receiveLoop() {
 	for {
 		if err := o.raw.Read(o.readFn); err != nil || o.closed.Load() {
 			return // only a closed socket fails the poller wait
+		}
+	}
+}
+
+// receiveLoop6 is the receive loop of the IPv6 pair opened beside the
+// IPv4 one; it shares the rx lock and buffers but does not busy-poll.
+func (o *Overlay) receiveLoop6(raw syscall.RawConn) {
+	defer o.wg.Done()
+	read := func(fd uintptr) bool {
+		for !o.closed.Load() {
+			o.rx.Lock()
+			got := o.receiveLocked(int(fd))
+			o.rx.Unlock()
+			if !got {
+				return false
+			}
+		}
+		return true
+	}
+	for {
+		if err := raw.Read(read); err != nil || o.closed.Load() {
+			return
 		}
 	}
 }
@@ -239,7 +286,7 @@ func (o *Overlay) receiveLocked(fd int) bool {
 type rxMsg struct {
 	hdr  unix.Msghdr
 	iov  unix.Iovec
-	name unix.RawSockaddrInet4
+	name unix.RawSockaddrInet6 // big enough for either family; Family says which
 	oob  [64]byte
 }
 
@@ -256,7 +303,12 @@ func (m *rxMsg) recv(fd int, p []byte) (n, seg int, from netip.AddrPort, err err
 		return 0, 0, netip.AddrPort{}, errno
 	}
 	port := uint16(m.name.Port>>8) | uint16(m.name.Port<<8)
-	from = netip.AddrPortFrom(netip.AddrFrom4(m.name.Addr), port)
+	if m.name.Family == unix.AF_INET6 {
+		from = netip.AddrPortFrom(netip.AddrFrom16(m.name.Addr).Unmap(), port)
+	} else {
+		v4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(&m.name))
+		from = netip.AddrPortFrom(netip.AddrFrom4(v4.Addr), port)
+	}
 	return int(r), groSegment(m.oob[:m.hdr.Controllen]), from, nil
 }
 

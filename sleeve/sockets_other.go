@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"syscall"
 )
 
 // openSockets binds one UDP socket; without per-socket DF control the DF
@@ -52,6 +53,9 @@ func (o *Overlay) receiveLoop() {
 		o.rx.Unlock()
 	}
 }
+
+// receiveLoop6 is never started outside Linux: openSockets binds IPv4 only.
+func (o *Overlay) receiveLoop6(syscall.RawConn) { o.wg.Done() }
 
 // readAndHandle is unused outside Linux.
 func (o *Overlay) readAndHandle(uintptr) bool { return false }

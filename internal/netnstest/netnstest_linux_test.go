@@ -128,3 +128,22 @@ func TestBackgroundCapture(t *testing.T) {
 		t.Fatal("Stop is not idempotent")
 	}
 }
+
+// TestTopologyIPv6Underlay: an IPv6-only host and a dual-stack one reach
+// each other over IPv6; the IPv6-only host has no IPv4 address.
+func TestTopologyIPv6Underlay(t *testing.T) {
+	tp := New(t, Config{Hosts: 3, Underlay: []string{UnderlayIPv6, UnderlayDual}})
+	h1, h2, h3 := tp.Host(1), tp.Host(2), tp.Host(3)
+	if h1.IP != "" || h1.IP6 != "fd00:100::1" || h2.IP != "192.168.100.2" || h2.IP6 != "fd00:100::2" || h3.IP6 != "" {
+		t.Fatalf("unexpected addresses: h1 %q %q, h2 %q %q, h3 %q %q", h1.IP, h1.IP6, h2.IP, h2.IP6, h3.IP, h3.IP6)
+	}
+	if out, err := Ping(h1.NS, h2.IP6, 1); err != nil {
+		t.Fatalf("ping h1 -> h2 over the IPv6 underlay: %v\n%s", err, out)
+	}
+	if out, err := Output(h1.NS, "ip", "-4", "addr", "show", "dev", "eth0"); err != nil || strings.Contains(out, "inet ") {
+		t.Fatalf("IPv6-only h1 has an IPv4 address (err %v):\n%s", err, out)
+	}
+	if out, err := Ping(h3.NS, h2.IP, 1); err != nil {
+		t.Fatalf("ping h3 -> h2 over IPv4: %v\n%s", err, out)
+	}
+}

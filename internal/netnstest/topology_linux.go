@@ -14,6 +14,17 @@ import (
 // UnderlaySubnet is the /24 the hosts' eth0 addresses come from.
 const UnderlaySubnet = "192.168.100"
 
+// UnderlaySubnet6 is the /64 the hosts' IPv6 eth0 addresses come from
+// (fd00:100::N) when Config.Underlay gives them IPv6.
+const UnderlaySubnet6 = "fd00:100::"
+
+// Underlay families of a host's eth0 (Config.Underlay).
+const (
+	UnderlayIPv4 = "ipv4" // IPv4 only, IPv6 disabled (the default)
+	UnderlayIPv6 = "ipv6" // IPv6 only: no IPv4 address on eth0
+	UnderlayDual = "dual" // both
+)
+
 // Config configures a Topology.
 type Config struct {
 	// Hosts is the number of host namespaces; default 2.
@@ -26,6 +37,9 @@ type Config struct {
 	// HTTPAddr is WEAVE_HTTP_ADDR for every router; default 127.0.0.1:6784
 	// (each host namespace has its own loopback).
 	HTTPAddr string
+	// Underlay is each host's underlay family (index 0 = h1): UnderlayIPv4
+	// (also for "" and hosts past the end), UnderlayIPv6 or UnderlayDual.
+	Underlay []string
 }
 
 func (c Config) withDefaults() Config {
@@ -49,7 +63,8 @@ type Host struct {
 	Index   int    // 1-based
 	Name    string // logical name, "h1"
 	NS      string // namespace name
-	IP      string // underlay address without prefix length, 192.168.100.N
+	IP      string // underlay address without prefix length, 192.168.100.N; "" when IPv6 only
+	IP6     string // IPv6 underlay address, fd00:100::N; "" unless Config.Underlay gives IPv6
 	RunDir  string // WEAVE_RUN_DIR
 	DataDir string // WEAVE_DATA_DIR
 	// HostRoot (WEAVE_HOST_ROOT) holds the host's own etc/machine-id
@@ -157,11 +172,31 @@ func (tp *Topology) addHost(i int, base string) *Host {
 		tp.t.Fatalf("write machine-id of %s: %v", h.Name, err)
 	}
 	tp.addNS(h.NS)
+	family := UnderlayIPv4
+	if i <= len(tp.cfg.Underlay) && tp.cfg.Underlay[i-1] != "" {
+		family = tp.cfg.Underlay[i-1]
+	}
+	switch family {
+	case UnderlayIPv4:
+	case UnderlayIPv6, UnderlayDual:
+		h.IP6 = fmt.Sprintf("%s%d", UnderlaySubnet6, i)
+		if family == UnderlayIPv6 {
+			h.IP = ""
+		}
+		tp.mustRun(h.NS, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=0", "net.ipv6.conf.default.disable_ipv6=0")
+	default:
+		tp.t.Fatalf("netnstest: host %s: unknown underlay family %q", h.Name, family)
+	}
 	ul := fmt.Sprintf("v%s", h.Name) // underlay side, inside the underlay namespace
 	tp.mustRunRoot("ip", "link", "add", ul, "netns", tp.Underlay, "type", "veth", "peer", "name", "eth0", "netns", h.NS)
 	tp.mustRun(tp.Underlay, "ip", "link", "set", ul, "master", "br0")
 	tp.mustRun(tp.Underlay, "ip", "link", "set", ul, "up")
-	tp.mustRun(h.NS, "ip", "addr", "add", h.IP+"/24", "dev", "eth0")
+	if h.IP != "" {
+		tp.mustRun(h.NS, "ip", "addr", "add", h.IP+"/24", "dev", "eth0")
+	}
+	if h.IP6 != "" { // nodad: usable at once
+		tp.mustRun(h.NS, "ip", "addr", "add", h.IP6+"/64", "dev", "eth0", "nodad")
+	}
 	tp.mustRun(h.NS, "ip", "link", "set", "eth0", "up")
 	return h
 }
@@ -209,5 +244,28 @@ func (tp *Topology) mustRunRoot(args ...string) {
 	tp.t.Helper()
 	if out, err := run(args[0], args[1:]...); err != nil {
 		tp.t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
+// SetHosts gives host h its own /etc/hosts: `ip netns exec` (which runs
+// every command here) bind-mounts /etc/netns/<ns>/hosts over /etc/hosts.
+// The directory is removed when the test ends, and /etc/netns too when
+// this made it and it is empty again.
+func (tp *Topology) SetHosts(h *Host, content string) {
+	tp.t.Helper()
+	dir := filepath.Join("/etc/netns", h.NS)
+	_, err := os.Stat("/etc/netns")
+	made := os.IsNotExist(err)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tp.t.Fatalf("create %s: %v", dir, err)
+	}
+	tp.t.Cleanup(func() {
+		os.RemoveAll(dir)
+		if made {
+			os.Remove("/etc/netns") // fails, as it should, while another test's hosts file is there
+		}
+	})
+	if err := os.WriteFile(filepath.Join(dir, "hosts"), []byte(content), 0o644); err != nil {
+		tp.t.Fatalf("write %s/hosts: %v", dir, err)
 	}
 }

@@ -26,6 +26,7 @@ type clusterOpts struct {
 	fastdp    bool     // keep the VXLAN fast path (launch without --no-fastdp)
 	expectNPC bool     // launch with --expect-npc (bridge closed until weave-npc allows)
 	extra     []string // more launch arguments for every router
+	underlay  []string // per host underlay family (netnstest.Config.Underlay); default IPv4
 }
 
 // cluster is a topology with one router and one container per host.
@@ -52,7 +53,7 @@ func newCluster(t *testing.T, opts clusterOpts) *cluster {
 		opts.hub = 1
 	}
 	cl := &cluster{t: t, opts: opts}
-	cl.tp = netnstest.New(t, netnstest.Config{Hosts: opts.hosts, Weave: build.weave})
+	cl.tp = netnstest.New(t, netnstest.Config{Hosts: opts.hosts, Weave: build.weave, Underlay: opts.underlay})
 	for _, c := range opts.cut {
 		cl.tp.CutLink(cl.host(c[0]), cl.host(c[1]))
 	}
@@ -110,9 +111,18 @@ func (cl *cluster) launchArgs(i int) []string {
 	}
 	args = append(args, cl.opts.extra...)
 	if i != cl.opts.hub {
-		args = append(args, cl.host(cl.opts.hub).IP)
+		args = append(args, cl.peerAddr(i, cl.opts.hub))
 	}
 	return args
+}
+
+// peerAddr is how host i names host j as a peer: j's IPv4 underlay
+// address when both have IPv4, else j's IPv6 one as [v6].
+func (cl *cluster) peerAddr(i, j int) string {
+	if cl.host(i).IP != "" && cl.host(j).IP != "" {
+		return cl.host(j).IP
+	}
+	return "[" + cl.host(j).IP6 + "]"
 }
 
 // launch starts host i's router and checks the printed peer name.
@@ -161,7 +171,9 @@ func (cl *cluster) establishedTo(i, j int) (bool, string, error) {
 		return false, out, err
 	}
 	for _, c := range conns {
-		if c.State == "established" && (strings.HasPrefix(c.Addr, cl.host(j).IP+":") || strings.Contains(c.Info, peerName(j))) {
+		h := cl.host(j)
+		atJ := (h.IP != "" && strings.HasPrefix(c.Addr, h.IP+":")) || (h.IP6 != "" && strings.HasPrefix(c.Addr, "["+h.IP6+"]:"))
+		if c.State == "established" && (atJ || strings.Contains(c.Info, peerName(j))) {
 			return true, out, nil
 		}
 	}

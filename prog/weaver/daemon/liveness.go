@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	wmesh "github.com/weaveworks/mesh"
@@ -32,7 +34,7 @@ func (d *daemon) startLiveness(ctx context.Context, b *backend) error {
 		return nil
 	}
 	lc := liveness.Config{
-		Name: b.mesh.Ourself.Name.String(), BindAddr: c.Host, Port: c.LivenessPort,
+		Name: b.mesh.Ourself.Name.String(), BindAddr: livenessBind(c.Host, adv), Port: c.LivenessPort,
 		AdvertiseAddr: adv, Logger: d.log,
 		Seeds: liveness.MeshSeeds(b.mesh), OnChange: b.livenessChanged,
 	}
@@ -62,7 +64,7 @@ func advertiseAddr(c Config) string {
 		return c.Host
 	}
 	for _, p := range c.Peers {
-		host := p
+		host := strings.TrimSuffix(strings.TrimPrefix(p, "["), "]") // [v6] without a port
 		if h, _, err := net.SplitHostPort(p); err == nil {
 			host = h
 		}
@@ -80,19 +82,37 @@ func advertiseAddr(c Config) string {
 	// No default route either: any address but loopback, public ones too
 	// (memberlist on its own takes only private ones).
 	addrs, _ := net.InterfaceAddrs()
-	return firstUsableAddr(addrs)
+	if ip := firstUsableAddr(addrs, false); ip != "" {
+		return ip
+	}
+	// No IPv4 at all (an IPv6-only underlay): the same in IPv6 terms;
+	// liveness then listens on "::" (livenessBind). 2001:db8::1 is a
+	// documentation address.
+	if ip := sourceAddrTowards("2001:db8::1", c.Port); ip != "" {
+		return ip
+	}
+	return firstUsableAddr(addrs, true)
 }
 
-// firstUsableAddr is the first global unicast IPv4 address of addrs, or
-// "": loopback and link-local do not count (no peer can probe us there),
-// nor IPv6 (liveness listens on IPv4, --host 0.0.0.0).
-func firstUsableAddr(addrs []net.Addr) string {
+// firstUsableAddr is the first global unicast address of addrs of one
+// family, or "": loopback and link-local do not count (no peer can probe
+// us there).
+func firstUsableAddr(addrs []net.Addr, v6 bool) string {
 	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.IsGlobalUnicast() && n.IP.To4() != nil {
+		if n, ok := a.(*net.IPNet); ok && n.IP.IsGlobalUnicast() && (n.IP.To4() == nil) == v6 {
 			return n.IP.String()
 		}
 	}
 	return ""
+}
+
+// livenessBind is where liveness listens: --host when given, else every
+// address of the advertised address's family ("::" takes IPv4 too).
+func livenessBind(host, adv string) string {
+	if a, err := netip.ParseAddr(adv); host == "" && err == nil && a.Is6() && !a.Is4In6() {
+		return "::"
+	}
+	return host
 }
 
 // sourceAddrTowards is the local address the kernel would use to reach

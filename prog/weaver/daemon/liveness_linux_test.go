@@ -69,8 +69,8 @@ func TestAdvertiseAddrWithoutDefaultRoute(t *testing.T) {
 			t.Fatalf("ip %v: %v: %s", args, err, out)
 		}
 	}
-	if got := adv(); got != "" {
-		t.Errorf("advertiseAddr with only IPv6 addresses = %q, want none (liveness listens on IPv4)", got)
+	if got := adv(); got != "2001:db8::7" {
+		t.Errorf("advertiseAddr with only IPv6 addresses = %q, want the global one, 2001:db8::7 (liveness then listens on ::)", got)
 	}
 	if out, err := exec.Command("ip", "-n", name, "addr", "add", "8.8.4.4/24", "dev", "pub0").CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -55,14 +56,25 @@ func LoadTargets(dataDir string) ([]string, error) {
 	return out, nil
 }
 
-// CheckTarget validates a connection target: host, host:port or
-// [v6]:port, with a port of 1-65535 when one is given.
+// CheckTarget validates a connection target: host, host:port, an IPv6
+// address bare or as [v6] or [v6]:port, with a port of 1-65535 when one
+// is given.
 func CheckTarget(t string) error {
 	host, port := t, ""
 	if h, p, err := net.SplitHostPort(t); err == nil {
 		host, port = h, p
 	} else if strings.Contains(t, ":") && !strings.HasPrefix(t, "[") && strings.Count(t, ":") == 1 {
 		return fmt.Errorf("invalid value %q (want host[:port]): %w", t, err)
+	} else if strings.HasPrefix(t, "[") {
+		if !strings.HasSuffix(t, "]") {
+			return fmt.Errorf("invalid value %q (want [IPv6 address] or [IPv6 address]:port)", t)
+		}
+		host = t[1 : len(t)-1]
+	}
+	if strings.Contains(host, ":") || strings.HasPrefix(t, "[") {
+		if a, err := netip.ParseAddr(host); err != nil || !a.Is6() {
+			return fmt.Errorf("invalid value %q: %q is not an IPv6 address", t, host)
+		}
 	}
 	if host == "" || strings.HasPrefix(host, "-") || strings.ContainsAny(host, " /\t") {
 		return fmt.Errorf("invalid value %q (want host[:port])", t)

@@ -29,7 +29,8 @@ func TestTargetsRoundTrip(t *testing.T) {
 }
 
 func TestCheckTarget(t *testing.T) {
-	for _, ok := range []string{"10.0.0.1", "10.0.0.1:6783", "h3", "h3:1", "[fd00::1]:6783", "host.example:65535"} {
+	for _, ok := range []string{"10.0.0.1", "10.0.0.1:6783", "h3", "h3:1", "[fd00::1]:6783", "host.example:65535",
+		"[fd00::2]", "fd00::2", "[fe80::1%eth0]:6783"} {
 		if err := CheckTarget(ok); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
@@ -42,6 +43,11 @@ func TestCheckTarget(t *testing.T) {
 		"":              "want host[:port]",
 		"-x":            "want host[:port]",
 		"a b":           "want host[:port]",
+		"[fd00::2":      "want [IPv6 address]",
+		"[fd00::2]:0":   "is not 1-65535",
+		"[fd00::zz]":    `"fd00::zz" is not an IPv6 address`,
+		"[1.2.3.4]":     `"1.2.3.4" is not an IPv6 address`,
+		"[]":            `"" is not an IPv6 address`,
 	} {
 		if err := CheckTarget(bad); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", bad, err, want)
