@@ -189,16 +189,11 @@ func configureInside(cfg AttachConfig) (insideState, error) {
 	return insideState{mac: link.Attrs().HardwareAddr, ifindex: link.Attrs().Index, added: added}, nil
 }
 
-// announce runs in the container namespace and sends a gratuitous ARP for
-// each newly added address once the interface can transmit.
+// announce runs in the container namespace and has the kernel send a
+// gratuitous ARP for the addresses once the interface can transmit.
 func announce(ifname string, st insideState) error {
 	awaitCarrier(ifname, carrierWait)
-	for _, p := range st.added {
-		if err := sendGratuitousARP(st.ifindex, st.mac, p.Addr()); err != nil {
-			return err
-		}
-	}
-	return nil
+	return announceAddrs(ifname, st.mac, st.added)
 }
 
 // carrierWait bounds how long configureInside waits for the new interface

@@ -161,18 +161,6 @@ func TestShortID(t *testing.T) {
 	}
 }
 
-func TestARPFrame(t *testing.T) {
-	mac := net.HardwareAddr{2, 1, 2, 3, 4, 5}
-	f := arpFrame(mac, netip.MustParseAddr("10.1.2.3"))
-	want := []byte{
-		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 1, 2, 3, 4, 5, 0x08, 0x06,
-		0, 1, 0x08, 0, 6, 4, 0, 1, 2, 1, 2, 3, 4, 5, 10, 1, 2, 3, 0, 0, 0, 0, 0, 0, 10, 1, 2, 3,
-	}
-	if !slices.Equal(f, want) {
-		t.Errorf("arpFrame =\n% x\nwant\n% x", f, want)
-	}
-}
-
 // TestAttachContainerNoMove: the container end of the veth is created in
 // the container namespace under its final name, never moved out of the
 // host namespace (a move holds the RTNL across an RCU grace period and
