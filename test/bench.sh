@@ -35,7 +35,8 @@
 #
 # Environment: REPS [3] DURATION [10] PING_COUNT [100] PING_INTERVAL [0.01]
 #              PASSWORD [bench-password] GO_BENCH [1] BENCHTIME [1s]
-#              SCENARIOS ["direct vxlan fastdp fdp-ct plain crypt wg"] (direct is the baseline)
+#              SCENARIOS ["direct vxlan fastdp fdp-ct plain crypt wg"] (direct is the baseline;
+#              empty: none, e.g. only the CNI row)
 #              WG_VERSION [pinned wireguard-go module version]
 #              UDP_RATES ["1G 5G"] UDP_LEN [1400] UDP_SECONDS [5] IDLE_SECONDS [5]
 #              CNI_BENCH [1] CNI_N [40] CNI_REPS [9] CNI_PLUGINS [/usr/lib/cni or /opt/cni/bin]
@@ -48,7 +49,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 REPS=${REPS:-3}; DURATION=${DURATION:-10}
 PING_COUNT=${PING_COUNT:-100}; PING_INTERVAL=${PING_INTERVAL:-0.01}
 PASSWORD=${PASSWORD:-bench-password}; GO_BENCH=${GO_BENCH:-1}; BENCHTIME=${BENCHTIME:-1s}
-SCENARIOS=${SCENARIOS:-direct vxlan fastdp fdp-ct plain crypt wg}
+SCENARIOS=${SCENARIOS-direct vxlan fastdp fdp-ct plain crypt wg}
 WG_VERSION=${WG_VERSION:-v0.0.0-20260522210424-ecfc5a8d5446}
 PERF_DIR=${PERF_DIR:-}
 CNI_BENCH=${CNI_BENCH:-1}; CNI_N=${CNI_N:-40}; CNI_REPS=${CNI_REPS:-9}
