@@ -18,7 +18,10 @@
 #            from the Go module proxy into bin/ once; skipped if unavailable)
 # For each: iperf3 TCP single stream (REPS x DURATION s, median) and four
 # streams (-P 4, once), UDP with 1400-byte datagrams offered at 1 and 5 Gbit/s
-# (delivered rate and loss %), ping RTT (PING_COUNT at PING_INTERVAL), the
+# (delivered rate and loss %), the small-packet rate (64-byte UDP datagrams
+# offered on a ladder of PPS_LADDER packets/s for PPS_SECONDS each, up to the
+# first step losing more than 1 %, then one step halfway back: the highest
+# rate delivered with <= 1 % loss, in packets/s), ping RTT (PING_COUNT at PING_INTERVAL), the
 # routers' CPU (utime+stime from /proc/<pid>/stat across the TCP runs, % of
 # one core, both routers summed; "-" where the kernel does the work) and their
 # idle CPU (IDLE_SECONDS with no traffic).
@@ -39,6 +42,7 @@
 #              empty: none, e.g. only the CNI row)
 #              WG_VERSION [pinned wireguard-go module version]
 #              UDP_RATES ["1G 5G"] UDP_LEN [1400] UDP_SECONDS [5] IDLE_SECONDS [5]
+#              PPS_LADDER ["10000 14000 20000 28000 40000 56000 80000 112000 160000 224000 320000"] PPS_SECONDS [2]
 #              CNI_BENCH [1] CNI_N [40] CNI_REPS [9] CNI_PLUGINS [/usr/lib/cni or /opt/cni/bin]
 #              PERF_DIR [""]: a directory; when set, each scenario also runs one
 #              TCP and one UDP-1G iperf3 under `perf record -a -g` and writes
@@ -52,6 +56,7 @@ PASSWORD=${PASSWORD:-bench-password}; GO_BENCH=${GO_BENCH:-1}; BENCHTIME=${BENCH
 SCENARIOS=${SCENARIOS-direct vxlan fastdp fdp-ct plain crypt wg}
 WG_VERSION=${WG_VERSION:-v0.0.0-20260522210424-ecfc5a8d5446}
 PERF_DIR=${PERF_DIR:-}
+PPS_LADDER=${PPS_LADDER:-10000 14000 20000 28000 40000 56000 80000 112000 160000 224000 320000}; PPS_SECONDS=${PPS_SECONDS:-2}
 CNI_BENCH=${CNI_BENCH:-1}; CNI_N=${CNI_N:-40}; CNI_REPS=${CNI_REPS:-9}
 CNI_PLUGINS=${CNI_PLUGINS:-$([ -x /usr/lib/cni/bridge ] && echo /usr/lib/cni || echo /opt/cni/bin)}
 CNITOOL=${CNITOOL:-$(command -v cnitool || echo "${WEAVE_TOOLS_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/weave-tools/bin}/cnitool")}
@@ -60,7 +65,7 @@ P="w$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n' | cut -c1-5)-$$"  # netnstest s
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/weave-bench.XXXXXX")
 CLK_TCK=$(getconf CLK_TCK)
 NAMESPACES=()
-declare -A TCP RTT MED CPU TCP4 UDPR UDPL IDLE UDPA UDPH UDPT CNI
+declare -A TCP RTT MED CPU TCP4 UDPR UDPL IDLE UDPA UDPH UDPT CNI PPS PPSL
 
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'bench: FAILED: %s\n' "$*" >&2; exit 1; }
@@ -248,6 +253,7 @@ measure() {
 		| awk '/SUM.*receiver/{print $(NF-2)}')
 	TCP4[$label]=${TCP4[$label]:-NA}
 	measure_udp "$label"
+	measure_pps "$label"
 	[ -z "$PERF_DIR" ] || profile "$label"
 	kill "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true
 	TCP[$label]=$(median < "$TMP/$label.tcp")
@@ -278,6 +284,45 @@ measure_udp() {
 			UDPT[$label]=${lost:-NA}
 		fi
 	done
+}
+
+# udp64 PPS: one iperf3 run of 64-byte datagrams offered at PPS packets/s
+# (server already up); prints "delivered-pps loss-%" (NA NA when it failed).
+udp64() {
+	local line lost total
+	line=$(timeout $((PPS_SECONDS + 20)) ip netns exec "$P-c1" iperf3 -c 10.2.1.2 -p 5201 -u -l 64 -b $(($1 * 64 * 8)) \
+		-t "$PPS_SECONDS" -f m 2>/dev/null | grep receiver | tail -1) || true
+	lost=$(sed -n 's#.* \([0-9][0-9]*\)/\([0-9][0-9]*\) (.*#\1#p' <<<"$line")
+	total=$(sed -n 's#.* \([0-9][0-9]*\)/\([0-9][0-9]*\) (.*#\2#p' <<<"$line")
+	if [ -z "$lost" ] || [ -z "$total" ] || [ "$total" = 0 ]; then echo "NA NA"; return; fi
+	awk -v l="$lost" -v t="$total" -v s="$PPS_SECONDS" 'BEGIN{printf "%.0f %.2f\n", (t-l)/s, l/t*100}'
+}
+
+# measure_pps LABEL: the 64-byte packet-rate row: up the ladder while loss
+# stays <= 1 %, then once halfway between the last good and the first bad
+# step; PPS[LABEL] is the best delivered rate with <= 1 % loss (0 when even
+# the first step lost more), PPSL[LABEL] the offered rate of the first
+# step that lost more (- when none did).
+measure_pps() {
+	local label=$1 r good=0 bad="" d l
+	PPS[$label]=0; PPSL[$label]=-
+	for r in $PPS_LADDER; do
+		say "$label: iperf3 UDP -l 64 at $r packets/s (${PPS_SECONDS}s)"
+		read -r d l < <(udp64 "$r")
+		say "$label: delivered $d packets/s, loss $l %"
+		if [ "$d" != NA ] && awk -v l="$l" 'BEGIN{exit !(l <= 1)}'; then
+			good=$r; [ "$d" -gt "${PPS[$label]}" ] && PPS[$label]=$d
+		else
+			bad=$r; break
+		fi
+	done
+	[ -n "$bad" ] || return 0
+	PPSL[$label]=$bad
+	r=$(((good + bad) / 2))
+	say "$label: iperf3 UDP -l 64 at $r packets/s (${PPS_SECONDS}s)"
+	read -r d l < <(udp64 "$r")
+	say "$label: delivered $d packets/s, loss $l %"
+	if [ "$d" != NA ] && awk -v l="$l" 'BEGIN{exit !(l <= 1)}' && [ "$d" -gt "${PPS[$label]}" ]; then PPS[$label]=$d; fi
 }
 
 # udp_rcvbuf_errors NS: the namespace's UDP RcvbufErrors (datagrams a full
@@ -429,6 +474,9 @@ print_targets() {
 	for l in $SCENARIOS; do
 		[ "$l" = direct ] || target "$l: UDP loss % at 1G offered" "${UDPL[$l,1G]:-NA}" "<=" 1
 	done
+	for l in plain crypt; do
+		case " $SCENARIOS " in *" $l "*) target "$l: 64-byte UDP pkt/s at <= 1 % loss / vxlan" "$(ratio "${PPS[$l]:-NA}" "${PPS[vxlan]:-NA}")" ">=" 0.5 ;; esac
+	done
 	for l in fastdp plain crypt; do
 		case " $SCENARIOS " in *" $l "*) target "$l: RTT median - direct, ms" "$(minus "${MED[$l]:-NA}" "${MED[direct]:-NA}")" "<=" 0.2 ;; esac
 	done
@@ -458,13 +506,16 @@ echo " (weaver or wireguard-go), % of one core during TCP; machine load while me
 
 echo
 udp_hdr="" ; for rate in $UDP_RATES; do udp_hdr="$udp_hdr $(printf '%13s %7s' "UDP $rate Mb/s" "loss %")"; done
-printf '%-7s %13s %7s%s %10s\n' path "TCP -P4 Mb/s" "x base" "$udp_hdr" "idle CPU %"
+printf '%-7s %13s %7s%s %10s %13s %9s\n' path "TCP -P4 Mb/s" "x base" "$udp_hdr" "idle CPU %" "64B pkt/s" "x vxlan"
 for l in $SCENARIOS; do
 	udp=""; for rate in $UDP_RATES; do udp="$udp $(printf '%13s %7s' "${UDPR[$l,$rate]:-NA}" "${UDPL[$l,$rate]:-NA}")"; done
-	printf '%-7s %13s %7s%s %10s\n' "$l" "${TCP4[$l]:-NA}" "$(ratio "${TCP4[$l]:-NA}" "${TCP4[direct]:-NA}")" "$udp" "${IDLE[$l]:--}"
+	printf '%-7s %13s %7s%s %10s %13s %9s\n' "$l" "${TCP4[$l]:-NA}" "$(ratio "${TCP4[$l]:-NA}" "${TCP4[direct]:-NA}")" "$udp" "${IDLE[$l]:--}" \
+		"${PPS[$l]:-NA}" "$(ratio "${PPS[$l]:-NA}" "${PPS[vxlan]:-NA}")"
 done
 echo "(TCP -P4: one ${DURATION}s run, four streams; UDP: ${UDP_LEN}-byte datagrams for ${UDP_SECONDS}s at each offered rate,"
-echo " delivered rate and loss at the receiver; idle CPU: per router (mean of the two) over ${IDLE_SECONDS}s with no traffic)"
+echo " delivered rate and loss at the receiver; idle CPU: per router (mean of the two) over ${IDLE_SECONDS}s with no traffic;"
+echo " 64B pkt/s: the highest rate of 64-byte UDP datagrams delivered with <= 1 % loss, ladder $PPS_LADDER, ${PPS_SECONDS}s a step;"
+echo " iperf3's own sender tops out near the direct row's figure on this machine)"
 echo
 echo "UDP ${UDP_RATES%% *} offered: where the lost datagrams went (socket receive buffers that overflowed)"
 printf '%-8s %10s %22s %26s %12s\n' path lost "receiving app socket" "receiving host (router)" elsewhere
