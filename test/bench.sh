@@ -65,7 +65,7 @@ P="w$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n' | cut -c1-5)-$$"  # netnstest s
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/weave-bench.XXXXXX")
 CLK_TCK=$(getconf CLK_TCK)
 NAMESPACES=()
-declare -A TCP RTT MED CPU TCP4 UDPR UDPL IDLE UDPA UDPH UDPT CNI PPS PPSL
+declare -A TCP RTT MED CPU TCP4 UDPR UDPL IDLE UDPA UDPH UDPT CNI PPS
 
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'bench: FAILED: %s\n' "$*" >&2; exit 1; }
@@ -301,11 +301,10 @@ udp64() {
 # measure_pps LABEL: the 64-byte packet-rate row: up the ladder while loss
 # stays <= 1 %, then once halfway between the last good and the first bad
 # step; PPS[LABEL] is the best delivered rate with <= 1 % loss (0 when even
-# the first step lost more), PPSL[LABEL] the offered rate of the first
-# step that lost more (- when none did).
+# the first step lost more).
 measure_pps() {
 	local label=$1 r good=0 bad="" d l
-	PPS[$label]=0; PPSL[$label]=-
+	PPS[$label]=0
 	for r in $PPS_LADDER; do
 		say "$label: iperf3 UDP -l 64 at $r packets/s (${PPS_SECONDS}s)"
 		read -r d l < <(udp64 "$r")
@@ -317,7 +316,6 @@ measure_pps() {
 		fi
 	done
 	[ -n "$bad" ] || return 0
-	PPSL[$label]=$bad
 	r=$(((good + bad) / 2))
 	say "$label: iperf3 UDP -l 64 at $r packets/s (${PPS_SECONDS}s)"
 	read -r d l < <(udp64 "$r")
@@ -390,9 +388,10 @@ pct() { sort -g | awk -v p="$1" '{a[NR]=$1} END{ if (NR == 0) { print "NA"; exit
 measure_cni() {
 	local net i t0 ok=1
 	[ -x "$CNITOOL" ] || { say "cni: no cnitool ($CNITOOL); run test/deps.sh: row skipped"; ok=0; }
-	[ -x "$CNI_PLUGINS/bridge" ] && [ -x "$CNI_PLUGINS/host-local" ] ||
-		{ say "cni: no bridge/host-local in $CNI_PLUGINS (Debian: containernetworking-plugins): row skipped"; ok=0; }
-	[ -x "$ROOT/bin/weave-net" ] && [ -x "$ROOT/bin/weaveutil" ] || die "bin/weave-net missing; run: make build"
+	if [ ! -x "$CNI_PLUGINS/bridge" ] || [ ! -x "$CNI_PLUGINS/host-local" ]; then
+		say "cni: no bridge/host-local in $CNI_PLUGINS (Debian: containernetworking-plugins): row skipped"; ok=0
+	fi
+	if [ ! -x "$ROOT/bin/weave-net" ] || [ ! -x "$ROOT/bin/weaveutil" ]; then die "bin/weave-net missing; run: make build"; fi
 	command -v nsenter >/dev/null || die "nsenter missing (util-linux)"
 	[ "$ok" = 1 ] || return 0
 	say "cni: weave-net vs bridge+host-local, $CNI_REPS single ADDs and $CNI_N at once each"
