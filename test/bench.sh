@@ -299,28 +299,30 @@ udp64() {
 }
 
 # measure_pps LABEL: the 64-byte packet-rate row: up the ladder while loss
-# stays <= 1 %, then once halfway between the last good and the first bad
-# step; PPS[LABEL] is the best delivered rate with <= 1 % loss (0 when even
-# the first step lost more).
+# stays <= 1 % (a lossy step is tried once more before it counts: on a
+# shared machine one burst of other work loses a step), then once halfway
+# between the last good and the first bad step; PPS[LABEL] is the best
+# delivered rate with <= 1 % loss (0 when even the first step lost more).
 measure_pps() {
-	local label=$1 r good=0 bad="" d l
+	local label=$1 r good=0 bad=""
 	PPS[$label]=0
 	for r in $PPS_LADDER; do
-		say "$label: iperf3 UDP -l 64 at $r packets/s (${PPS_SECONDS}s)"
-		read -r d l < <(udp64 "$r")
-		say "$label: delivered $d packets/s, loss $l %"
-		if [ "$d" != NA ] && awk -v l="$l" 'BEGIN{exit !(l <= 1)}'; then
-			good=$r; [ "$d" -gt "${PPS[$label]}" ] && PPS[$label]=$d
-		else
-			bad=$r; break
-		fi
+		pps_step "$label" "$r" || pps_step "$label" "$r" || { bad=$r; break; }
+		good=$r
 	done
 	[ -n "$bad" ] || return 0
-	r=$(((good + bad) / 2))
-	say "$label: iperf3 UDP -l 64 at $r packets/s (${PPS_SECONDS}s)"
-	read -r d l < <(udp64 "$r")
-	say "$label: delivered $d packets/s, loss $l %"
-	if [ "$d" != NA ] && awk -v l="$l" 'BEGIN{exit !(l <= 1)}' && [ "$d" -gt "${PPS[$label]}" ]; then PPS[$label]=$d; fi
+	pps_step "$label" $(((good + bad) / 2)) || true
+}
+
+# pps_step LABEL PPS: one ladder step; true (and PPS[LABEL] raised to the
+# delivered rate) when it lost <= 1 %.
+pps_step() {
+	local d l
+	say "$1: iperf3 UDP -l 64 at $2 packets/s (${PPS_SECONDS}s)"
+	read -r d l < <(udp64 "$2")
+	say "$1: delivered $d packets/s, loss $l %"
+	[ "$d" != NA ] && awk -v l="$l" 'BEGIN{exit !(l <= 1)}' || return 1
+	[ "$d" -le "${PPS[$1]}" ] || PPS[$1]=$d
 }
 
 # udp_rcvbuf_errors NS: the namespace's UDP RcvbufErrors (datagrams a full
