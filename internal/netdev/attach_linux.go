@@ -154,9 +154,8 @@ func attachHostEnd(host string, br netlink.Link, hairpin bool) error {
 
 // insideState is what configureInside learned about the container interface.
 type insideState struct {
-	mac     net.HardwareAddr
-	ifindex int
-	added   []netip.Prefix
+	mac   net.HardwareAddr
+	added []netip.Prefix
 }
 
 // configureInside runs in the container namespace: sysctls,
@@ -186,7 +185,7 @@ func configureInside(cfg AttachConfig) (insideState, error) {
 			return insideState{}, err
 		}
 	}
-	return insideState{mac: link.Attrs().HardwareAddr, ifindex: link.Attrs().Index, added: added}, nil
+	return insideState{mac: link.Attrs().HardwareAddr, added: added}, nil
 }
 
 // announce runs in the container namespace and has the kernel send a

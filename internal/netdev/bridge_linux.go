@@ -144,10 +144,10 @@ func createVeth(name, peer string, mtu int, peerMAC []byte) error {
 }
 
 // createVethPeerIn is createVeth with the peer created directly in the
-// namespace peerNS (a netlink.NsFd; nil: this one). Creating it there costs one netlink
-// request; moving it afterwards (RTM_SETLINK IFLA_NET_NS_FD) waits for an
-// RCU grace period while holding the RTNL, which serializes concurrent
-// attaches host-wide.
+// namespace peerNS (a netlink.NsFd; nil: this one). Creating it there is
+// one netlink request; moving it afterwards (RTM_SETLINK IFLA_NET_NS_FD)
+// waits for an RCU grace period while holding the RTNL, which serializes
+// concurrent attaches host-wide.
 func createVethPeerIn(name, peer string, mtu int, peerMAC []byte, peerNS any) error {
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name = name
