@@ -18,21 +18,32 @@
 #            from the Go module proxy into bin/ once; skipped if unavailable)
 # For each: iperf3 TCP single stream (REPS x DURATION s, median) and four
 # streams (-P 4, once), UDP with 1400-byte datagrams offered at 1 and 5 Gbit/s
-# (delivered rate and loss %), ping RTT (PING_COUNT at PING_INTERVAL), the
+# (delivered rate and loss %), the small-packet rate (64-byte UDP datagrams
+# offered on a ladder of PPS_LADDER packets/s for PPS_SECONDS each, up to the
+# first step losing more than 1 %, then one step halfway back: the highest
+# rate delivered with <= 1 % loss, in packets/s), ping RTT (PING_COUNT at PING_INTERVAL), the
 # routers' CPU (utime+stime from /proc/<pid>/stat across the TCP runs, % of
 # one core, both routers summed; "-" where the kernel does the work) and their
 # idle CPU (IDLE_SECONDS with no traffic).
 # Prints a table with ratios to the baseline and to wg, then every target of
 # docs/performance.md with its figure from this run and whether it holds,
+# then (CNI_BENCH=1) the CNI ADD latency row: cnitool, as a kubelet would,
+# adding one container at a time (CNI_REPS times, each deleted again) and
+# CNI_N containers at once on one host, through weave-net against the CNI
+# project's bridge + host-local (same host namespace, same run; p50/p99 of
+# the per-ADD wall time, cnitool's start included for both),
 # then runs the Go benchmarks
 # (`go test -run '^$' -bench . -benchmem`) of every package that has one.
 # Needs root; run via `make bench`. Two namespace hosts on a veth underlay, iperf3 and ping.
 #
 # Environment: REPS [3] DURATION [10] PING_COUNT [100] PING_INTERVAL [0.01]
 #              PASSWORD [bench-password] GO_BENCH [1] BENCHTIME [1s]
-#              SCENARIOS ["direct vxlan fastdp fdp-ct plain crypt wg"] (direct is the baseline)
+#              SCENARIOS ["direct vxlan fastdp fdp-ct plain crypt wg"] (direct is the baseline;
+#              empty: none, e.g. only the CNI row)
 #              WG_VERSION [pinned wireguard-go module version]
 #              UDP_RATES ["1G 5G"] UDP_LEN [1400] UDP_SECONDS [5] IDLE_SECONDS [5]
+#              PPS_LADDER ["10000 14000 20000 28000 40000 56000 80000 112000 160000 224000 320000"] PPS_SECONDS [2]
+#              CNI_BENCH [1] CNI_N [40] CNI_REPS [9] CNI_PLUGINS [/usr/lib/cni or /opt/cni/bin]
 #              PERF_DIR [""]: a directory; when set, each scenario also runs one
 #              TCP and one UDP-1G iperf3 under `perf record -a -g` and writes
 #              <scenario>-tcp.txt / <scenario>-udp.txt (flat profile, both cores)
@@ -42,15 +53,19 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 REPS=${REPS:-3}; DURATION=${DURATION:-10}
 PING_COUNT=${PING_COUNT:-100}; PING_INTERVAL=${PING_INTERVAL:-0.01}
 PASSWORD=${PASSWORD:-bench-password}; GO_BENCH=${GO_BENCH:-1}; BENCHTIME=${BENCHTIME:-1s}
-SCENARIOS=${SCENARIOS:-direct vxlan fastdp fdp-ct plain crypt wg}
+SCENARIOS=${SCENARIOS-direct vxlan fastdp fdp-ct plain crypt wg}
 WG_VERSION=${WG_VERSION:-v0.0.0-20260522210424-ecfc5a8d5446}
 PERF_DIR=${PERF_DIR:-}
+PPS_LADDER=${PPS_LADDER:-10000 14000 20000 28000 40000 56000 80000 112000 160000 224000 320000}; PPS_SECONDS=${PPS_SECONDS:-2}
+CNI_BENCH=${CNI_BENCH:-1}; CNI_N=${CNI_N:-40}; CNI_REPS=${CNI_REPS:-9}
+CNI_PLUGINS=${CNI_PLUGINS:-$([ -x /usr/lib/cni/bridge ] && echo /usr/lib/cni || echo /opt/cni/bin)}
+CNITOOL=${CNITOOL:-$(command -v cnitool || echo "${WEAVE_TOOLS_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/weave-tools/bin}/cnitool")}
 UDP_RATES=${UDP_RATES:-1G 5G}; UDP_LEN=${UDP_LEN:-1400}; UDP_SECONDS=${UDP_SECONDS:-5}; IDLE_SECONDS=${IDLE_SECONDS:-5}
 P="w$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n' | cut -c1-5)-$$"  # netnstest sweepable
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/weave-bench.XXXXXX")
 CLK_TCK=$(getconf CLK_TCK)
 NAMESPACES=()
-declare -A TCP RTT MED CPU TCP4 UDPR UDPL IDLE UDPA UDPH UDPT
+declare -A TCP RTT MED CPU TCP4 UDPR UDPL IDLE UDPA UDPH UDPT CNI PPS
 
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'bench: FAILED: %s\n' "$*" >&2; exit 1; }
@@ -74,13 +89,14 @@ addns() {
 
 teardown() {
 	local h ns pid
-	for h in h1 h2; do [ -d "$TMP/$h" ] && { weave "$h" stop >/dev/null 2>&1 || true; }; done
+	for h in h1 h2 cnih; do [ -d "$TMP/$h" ] && { weave "$h" stop >/dev/null 2>&1 || true; }; done
 	for ns in "${NAMESPACES[@]}"; do
 		for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
 		ip netns del "$ns" 2>/dev/null || true
 	done
 	NAMESPACES=()
-	rm -rf "${TMP:?}"/h1 "${TMP:?}"/h2 "${TMP:?}"/router.pids
+	rm -rf "${TMP:?}"/h1 "${TMP:?}"/h2 "${TMP:?}"/cnih "${TMP:?}"/router.pids
+	rm -f /var/lib/cni/results/"$P"-*-cnitool-* # libcni's result cache of the CNI row
 }
 on_exit() { local rc=$?; trap - EXIT; teardown; rm -rf "$TMP"; exit "$rc"; }
 trap on_exit EXIT
@@ -237,6 +253,7 @@ measure() {
 		| awk '/SUM.*receiver/{print $(NF-2)}')
 	TCP4[$label]=${TCP4[$label]:-NA}
 	measure_udp "$label"
+	measure_pps "$label"
 	[ -z "$PERF_DIR" ] || profile "$label"
 	kill "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true
 	TCP[$label]=$(median < "$TMP/$label.tcp")
@@ -267,6 +284,45 @@ measure_udp() {
 			UDPT[$label]=${lost:-NA}
 		fi
 	done
+}
+
+# udp64 PPS: one iperf3 run of 64-byte datagrams offered at PPS packets/s
+# (server already up); prints "delivered-pps loss-%" (NA NA when it failed).
+udp64() {
+	local line lost total
+	line=$(timeout $((PPS_SECONDS + 20)) ip netns exec "$P-c1" iperf3 -c 10.2.1.2 -p 5201 -u -l 64 -b $(($1 * 64 * 8)) \
+		-t "$PPS_SECONDS" -f m 2>/dev/null | grep receiver | tail -1) || true
+	lost=$(sed -n 's#.* \([0-9][0-9]*\)/\([0-9][0-9]*\) (.*#\1#p' <<<"$line")
+	total=$(sed -n 's#.* \([0-9][0-9]*\)/\([0-9][0-9]*\) (.*#\2#p' <<<"$line")
+	if [ -z "$lost" ] || [ -z "$total" ] || [ "$total" = 0 ]; then echo "NA NA"; return; fi
+	awk -v l="$lost" -v t="$total" -v s="$PPS_SECONDS" 'BEGIN{printf "%.0f %.2f\n", (t-l)/s, l/t*100}'
+}
+
+# measure_pps LABEL: the 64-byte packet-rate row: up the ladder while loss
+# stays <= 1 % (a lossy step is tried once more before it counts: on a
+# shared machine one burst of other work loses a step), then once halfway
+# between the last good and the first bad step; PPS[LABEL] is the best
+# delivered rate with <= 1 % loss (0 when even the first step lost more).
+measure_pps() {
+	local label=$1 r good=0 bad=""
+	PPS[$label]=0
+	for r in $PPS_LADDER; do
+		pps_step "$label" "$r" || pps_step "$label" "$r" || { bad=$r; break; }
+		good=$r
+	done
+	[ -n "$bad" ] || return 0
+	pps_step "$label" $(((good + bad) / 2)) || true
+}
+
+# pps_step LABEL PPS: one ladder step; true (and PPS[LABEL] raised to the
+# delivered rate) when it lost <= 1 %.
+pps_step() {
+	local d l
+	say "$1: iperf3 UDP -l 64 at $2 packets/s (${PPS_SECONDS}s)"
+	read -r d l < <(udp64 "$2")
+	say "$1: delivered $d packets/s, loss $l %"
+	[ "$d" != NA ] && awk -v l="$l" 'BEGIN{exit !(l <= 1)}' || return 1
+	[ "$d" -le "${PPS[$1]}" ] || PPS[$1]=$d
 }
 
 # udp_rcvbuf_errors NS: the namespace's UDP RcvbufErrors (datagrams a full
@@ -307,6 +363,79 @@ idle_cpu() {
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0 == 0 || b+0 == 0) print "NA"; else printf "%.2f", a/b }'; }
 
+# cni_add NET I: one `cnitool add` of container namespace I on the CNI row's
+# host; prints its wall time in ms.
+cni_add() {
+	local t0
+	t0=$(date +%s%N)
+	nsenter --net="/var/run/netns/$P-cnih" env NETCONFPATH="$TMP/cnih/net.d" CNI_PATH="$ROOT/bin:$CNI_PLUGINS" \
+		"$CNITOOL" add "$P-$1" "/var/run/netns/$P-k$2" >"$TMP/cnih/out.$1.$2" 2>&1 ||
+		die "cni: cnitool add $1 of container $2: $(cat "$TMP/cnih/out.$1.$2")"
+	echo $((($(date +%s%N) - t0) / 1000000))
+}
+
+cni_del() {
+	nsenter --net="/var/run/netns/$P-cnih" env NETCONFPATH="$TMP/cnih/net.d" CNI_PATH="$ROOT/bin:$CNI_PLUGINS" \
+		"$CNITOOL" del "$P-$1" "/var/run/netns/$P-k$2" >/dev/null 2>&1 || die "cni: cnitool del $1 of container $2"
+}
+
+# pct P: the P-th percentile (nearest rank) of the numbers on stdin.
+pct() { sort -g | awk -v p="$1" '{a[NR]=$1} END{ if (NR == 0) { print "NA"; exit } i = int((NR*p + 99)/100); print a[i < 1 ? 1 : i] }'; }
+
+# measure_cni: the CNI ADD row. One host namespace with a weave router
+# (sleeve, IPAM) and the weave bridge; conflists "weave" (weave-net, its
+# own IPAM) and "ref" (bridge + host-local, isGateway and hairpin as
+# weave-net, no masquerade); for each, ADDs one at a time, then CNI_N at
+# once.
+measure_cni() {
+	local net i t0 ok=1
+	[ -x "$CNITOOL" ] || { say "cni: no cnitool ($CNITOOL); run test/deps.sh: row skipped"; ok=0; }
+	if [ ! -x "$CNI_PLUGINS/bridge" ] || [ ! -x "$CNI_PLUGINS/host-local" ]; then
+		say "cni: no bridge/host-local in $CNI_PLUGINS (Debian: containernetworking-plugins): row skipped"; ok=0
+	fi
+	if [ ! -x "$ROOT/bin/weave-net" ] || [ ! -x "$ROOT/bin/weaveutil" ]; then die "bin/weave-net missing; run: make build"; fi
+	command -v nsenter >/dev/null || die "nsenter missing (util-linux)"
+	[ "$ok" = 1 ] || return 0
+	say "cni: weave-net vs bridge+host-local, $CNI_REPS single ADDs and $CNI_N at once each"
+	addns cnih; mkdir -p "$TMP/cnih/run" "$TMP/cnih/data" "$TMP/cnih/net.d" "$TMP/cnih/wd" "$TMP/cnih/hl"
+	weave cnih launch --no-fastdp --ipalloc-range 10.44.0.0/16 >/dev/null || die "cni: weave launch"
+	printf '{"cniVersion":"1.0.0","name":"%s","plugins":[{"type":"weave-net","hairpinMode":true,"dataDir":"%s"}]}\n' \
+		"$P-weave" "$TMP/cnih/wd" > "$TMP/cnih/net.d/10-weave.conflist"
+	printf '{"cniVersion":"1.0.0","name":"%s","plugins":[{"type":"bridge","bridge":"%s","isGateway":true,"hairpinMode":true,"ipam":{"type":"host-local","subnet":"10.88.0.0/16","dataDir":"%s"}}]}\n' \
+		"$P-ref" "cni${P:1:5}" "$TMP/cnih/hl" > "$TMP/cnih/net.d/20-ref.conflist"
+	for i in $(seq 1 "$CNI_N"); do addns "k$i"; done
+	for net in weave ref; do
+		cni_add "$net" 1 >/dev/null; cni_del "$net" 1 # the router's IPAM ring, the bridge, page cache
+		for i in $(seq 1 "$CNI_REPS"); do cni_add "$net" 1 >> "$TMP/cnih/single.$net"; cni_del "$net" 1; done
+		t0=$(date +%s%N)
+		for i in $(seq 1 "$CNI_N"); do cni_add "$net" "$i" >> "$TMP/cnih/par.$net" & done
+		wait
+		[ "$(wc -l < "$TMP/cnih/par.$net")" -eq "$CNI_N" ] || die "cni: not every one of $CNI_N ADDs of $net succeeded"
+		CNI[$net,wall]=$((($(date +%s%N) - t0) / 1000000))
+		for i in $(seq 1 "$CNI_N"); do cni_del "$net" "$i" & done
+		wait
+		CNI[$net,s50]=$(pct 50 < "$TMP/cnih/single.$net"); CNI[$net,s99]=$(pct 99 < "$TMP/cnih/single.$net")
+		CNI[$net,p50]=$(pct 50 < "$TMP/cnih/par.$net"); CNI[$net,p99]=$(pct 99 < "$TMP/cnih/par.$net")
+	done
+	CNI[load]=$(cut -d' ' -f1-3 /proc/loadavg)
+}
+
+print_cni() {
+	local net
+	[ -n "${CNI[weave,s50]:-}" ] || return 0
+	echo
+	printf '%-22s %12s %12s %14s %14s %12s\n' "CNI ADD (cnitool)" "single p50" "single p99" "$CNI_N-at-once p50" "$CNI_N-at-once p99" "wall ms"
+	for net in weave ref; do
+		printf '%-22s %12s %12s %14s %14s %12s\n' "$([ "$net" = weave ] && echo weave-net || echo bridge+host-local)" \
+			"${CNI[$net,s50]}" "${CNI[$net,s99]}" "${CNI[$net,p50]}" "${CNI[$net,p99]}" "${CNI[$net,wall]}"
+	done
+	printf '%-22s %12s %12s %14s %14s %12s\n' "x ref" "$(ratio "${CNI[weave,s50]}" "${CNI[ref,s50]}")" \
+		"$(ratio "${CNI[weave,s99]}" "${CNI[ref,s99]}")" "$(ratio "${CNI[weave,p50]}" "${CNI[ref,p50]}")" \
+		"$(ratio "${CNI[weave,p99]}" "${CNI[ref,p99]}")" "$(ratio "${CNI[weave,wall]}" "${CNI[ref,wall]}")"
+	echo "(ms per ADD, cnitool's start included; single: $CNI_REPS ADDs one at a time, each deleted again; at once: $CNI_N"
+	echo " containers' ADDs started together on one host; plugins from $CNI_PLUGINS; load while measuring: ${CNI[load]})"
+}
+
 TCP[direct]=NA; RTT[direct]=NA; MED[direct]=NA; TCP[wg]=NA
 for s in $SCENARIOS; do
 	ok=1
@@ -327,6 +456,7 @@ for s in $SCENARIOS; do
 	if [ "$ok" = 1 ]; then idle_cpu "$s"; measure "$s"; else TCP[$s]=NA RTT[$s]=NA MED[$s]=NA CPU[$s]="-"; fi
 	teardown
 done
+if [ "$CNI_BENCH" = 1 ]; then measure_cni; teardown; fi
 
 # check FIGURE OP LIMIT: "holds", "MISSED" or "NA".
 check() { awk -v v="$1" -v op="$2" -v lim="$3" 'BEGIN{ if (v == "NA" || v == "" || v == "-") { print "NA"; exit }
@@ -345,12 +475,21 @@ print_targets() {
 	for l in $SCENARIOS; do
 		[ "$l" = direct ] || target "$l: UDP loss % at 1G offered" "${UDPL[$l,1G]:-NA}" "<=" 1
 	done
+	for l in plain crypt; do
+		case " $SCENARIOS " in *" $l "*) target "$l: 64-byte UDP pkt/s at <= 1 % loss / vxlan" "$(ratio "${PPS[$l]:-NA}" "${PPS[vxlan]:-NA}")" ">=" 0.5 ;; esac
+	done
 	for l in fastdp plain crypt; do
 		case " $SCENARIOS " in *" $l "*) target "$l: RTT median - direct, ms" "$(minus "${MED[$l]:-NA}" "${MED[direct]:-NA}")" "<=" 0.2 ;; esac
 	done
 	for l in fastdp plain crypt; do
 		case " $SCENARIOS " in *" $l "*) target "$l: idle CPU per router, % of a core" "${IDLE[$l]:-NA}" "<=" 1 ;; esac
 	done
+	if [ "$CNI_BENCH" = 1 ]; then
+		target "CNI ADD single p50, weave-net / bridge" "$(ratio "${CNI[weave,s50]:-NA}" "${CNI[ref,s50]:-NA}")" "<=" 2
+		target "CNI ADD single p99, weave-net / bridge" "$(ratio "${CNI[weave,s99]:-NA}" "${CNI[ref,s99]:-NA}")" "<=" 2
+		target "CNI ADD $CNI_N at once p50, weave-net / bridge" "$(ratio "${CNI[weave,p50]:-NA}" "${CNI[ref,p50]:-NA}")" "<=" 2
+		target "CNI ADD $CNI_N at once p99, weave-net / bridge" "$(ratio "${CNI[weave,p99]:-NA}" "${CNI[ref,p99]:-NA}")" "<=" 2
+	fi
 }
 
 minus() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0 == 0 || b+0 == 0) print "NA"; else printf "%.3f", a-b }'; }
@@ -368,13 +507,16 @@ echo " (weaver or wireguard-go), % of one core during TCP; machine load while me
 
 echo
 udp_hdr="" ; for rate in $UDP_RATES; do udp_hdr="$udp_hdr $(printf '%13s %7s' "UDP $rate Mb/s" "loss %")"; done
-printf '%-7s %13s %7s%s %10s\n' path "TCP -P4 Mb/s" "x base" "$udp_hdr" "idle CPU %"
+printf '%-7s %13s %7s%s %10s %13s %9s\n' path "TCP -P4 Mb/s" "x base" "$udp_hdr" "idle CPU %" "64B pkt/s" "x vxlan"
 for l in $SCENARIOS; do
 	udp=""; for rate in $UDP_RATES; do udp="$udp $(printf '%13s %7s' "${UDPR[$l,$rate]:-NA}" "${UDPL[$l,$rate]:-NA}")"; done
-	printf '%-7s %13s %7s%s %10s\n' "$l" "${TCP4[$l]:-NA}" "$(ratio "${TCP4[$l]:-NA}" "${TCP4[direct]:-NA}")" "$udp" "${IDLE[$l]:--}"
+	printf '%-7s %13s %7s%s %10s %13s %9s\n' "$l" "${TCP4[$l]:-NA}" "$(ratio "${TCP4[$l]:-NA}" "${TCP4[direct]:-NA}")" "$udp" "${IDLE[$l]:--}" \
+		"${PPS[$l]:-NA}" "$(ratio "${PPS[$l]:-NA}" "${PPS[vxlan]:-NA}")"
 done
 echo "(TCP -P4: one ${DURATION}s run, four streams; UDP: ${UDP_LEN}-byte datagrams for ${UDP_SECONDS}s at each offered rate,"
-echo " delivered rate and loss at the receiver; idle CPU: per router (mean of the two) over ${IDLE_SECONDS}s with no traffic)"
+echo " delivered rate and loss at the receiver; idle CPU: per router (mean of the two) over ${IDLE_SECONDS}s with no traffic;"
+echo " 64B pkt/s: the highest rate of 64-byte UDP datagrams delivered with <= 1 % loss, ladder $PPS_LADDER, ${PPS_SECONDS}s a step;"
+echo " iperf3's own sender tops out near the direct row's figure on this machine)"
 echo
 echo "UDP ${UDP_RATES%% *} offered: where the lost datagrams went (socket receive buffers that overflowed)"
 printf '%-8s %10s %22s %26s %12s\n' path lost "receiving app socket" "receiving host (router)" elsewhere
@@ -385,6 +527,7 @@ for l in $SCENARIOS; do
 	printf '%-8s %10s %22s %26s %12s\n' "$l" "${UDPT[$l]}" "${UDPA[$l]}" "${UDPH[$l]}" "$other"
 done
 echo "(app socket: iperf3's in c2, and wireguard-go's own for wg; elsewhere: capture, sockets' send side, qdiscs, the wire)"
+print_cni
 print_targets
 
 if [ "$GO_BENCH" = 1 ]; then

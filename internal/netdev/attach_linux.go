@@ -19,8 +19,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ContainerPeerPrefix starts the temporary name of the container-side veth
-// before it is moved and renamed.
+// ContainerPeerPrefix started the temporary host-side name of the
+// container end of the veth when it was moved and renamed; attaches now
+// create it in the container directly, and a leftover of that name is
+// deleted.
 const ContainerPeerPrefix = "vethwepg"
 
 // ShortID returns the 7-character id used in vethwepl<id>: the first 7
@@ -121,24 +123,9 @@ func ensureContainerVeth(cfg AttachConfig, ns vnetns.NsHandle, host string) erro
 			return err
 		}
 	}
-	if err := createVeth(host, guest, cfg.MTU, cfg.MAC); err != nil {
-		return err
-	}
-	peer, err := netlink.LinkByName(guest)
-	if err != nil {
-		return fmt.Errorf("look up %s: %w", guest, err)
-	}
-	if err := netlink.LinkSetNsFd(peer, int(ns)); err != nil {
-		_ = deleteLink(host)
-		return fmt.Errorf("move %s into %s: %w", guest, cfg.NetNS, err)
-	}
-	moved, err := nh.LinkByName(guest)
-	if err == nil {
-		err = nh.LinkSetName(moved, cfg.IfName)
-	}
-	if err != nil {
-		_ = deleteLink(host)
-		return fmt.Errorf("rename %s to %s in %s: %w", guest, cfg.IfName, cfg.NetNS, err)
+	// The peer is born in the container as cfg.IfName: no move, no rename.
+	if err := createVethPeerIn(host, cfg.IfName, cfg.MTU, cfg.MAC, netlink.NsFd(int(ns))); err != nil {
+		return fmt.Errorf("in %s: %w", cfg.NetNS, err)
 	}
 	return nil
 }
@@ -167,9 +154,8 @@ func attachHostEnd(host string, br netlink.Link, hairpin bool) error {
 
 // insideState is what configureInside learned about the container interface.
 type insideState struct {
-	mac     net.HardwareAddr
-	ifindex int
-	added   []netip.Prefix
+	mac   net.HardwareAddr
+	added []netip.Prefix
 }
 
 // configureInside runs in the container namespace: sysctls,
@@ -199,19 +185,14 @@ func configureInside(cfg AttachConfig) (insideState, error) {
 			return insideState{}, err
 		}
 	}
-	return insideState{mac: link.Attrs().HardwareAddr, ifindex: link.Attrs().Index, added: added}, nil
+	return insideState{mac: link.Attrs().HardwareAddr, added: added}, nil
 }
 
-// announce runs in the container namespace and sends a gratuitous ARP for
-// each newly added address once the interface can transmit.
+// announce runs in the container namespace and has the kernel send a
+// gratuitous ARP for the addresses once the interface can transmit.
 func announce(ifname string, st insideState) error {
 	awaitCarrier(ifname, carrierWait)
-	for _, p := range st.added {
-		if err := sendGratuitousARP(st.ifindex, st.mac, p.Addr()); err != nil {
-			return err
-		}
-	}
-	return nil
+	return announceAddrs(ifname, st.mac, st.added)
 }
 
 // carrierWait bounds how long configureInside waits for the new interface

@@ -8,12 +8,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/seedf75a49c6/weave/internal/netns"
 	"github.com/seedf75a49c6/weave/internal/netnstest"
 	"github.com/seedf75a49c6/weave/internal/nlsafe"
 	"github.com/vishvananda/netlink"
+	vnetns "github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 func newContainerNS(t *testing.T) (name, path string) {
@@ -157,14 +161,53 @@ func TestShortID(t *testing.T) {
 	}
 }
 
-func TestARPFrame(t *testing.T) {
-	mac := net.HardwareAddr{2, 1, 2, 3, 4, 5}
-	f := arpFrame(mac, netip.MustParseAddr("10.1.2.3"))
-	want := []byte{
-		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2, 1, 2, 3, 4, 5, 0x08, 0x06,
-		0, 1, 0x08, 0, 6, 4, 0, 1, 2, 1, 2, 3, 4, 5, 10, 1, 2, 3, 0, 0, 0, 0, 0, 0, 10, 1, 2, 3,
+// TestAttachContainerNoMove: the container end of the veth is created in
+// the container namespace under its final name, never moved out of the
+// host namespace (a move holds the RTNL across an RCU grace period and
+// made concurrent CNI ADDs queue behind each other): the host namespace
+// sees no RTM_DELLINK and no link of the temporary peer name while
+// attaching, and the container gets its interface with the MAC and MTU.
+func TestAttachContainerNoMove(t *testing.T) {
+	host, bridge := hostWithBridge(t, 1400)
+	_, c := newContainerNS(t)
+	mac := net.HardwareAddr{0x02, 0x11, 0x22, 0x33, 0x44, 0x66}
+	a := netip.MustParsePrefix("10.32.0.7/12")
+	h, err := vnetns.GetFromPath(host)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !slices.Equal(f, want) {
-		t.Errorf("arpFrame =\n% x\nwant\n% x", f, want)
+	defer h.Close()
+	updates, done := make(chan netlink.LinkUpdate, 256), make(chan struct{})
+	defer close(done)
+	if err := netlink.LinkSubscribeAt(h, updates, done); err != nil {
+		t.Fatal(err)
 	}
+	const id = "feed0042bb"
+	hostEnd := ContainerVethPrefix + ShortID(id, c)
+	in(t, host, func() error {
+		if _, err := AttachContainer(AttachConfig{Bridge: bridge, NetNS: c, ContainerID: id, Addrs: []netip.Prefix{a}, MAC: mac}); err != nil {
+			return err
+		}
+		return netlink.LinkSetAlias(link(t, host, hostEnd), "sentinel") // the last event to wait for
+	})
+	deadline := time.After(10 * time.Second)
+	for seen := false; !seen; {
+		select {
+		case u := <-updates:
+			name := u.Link.Attrs().Name
+			if u.Header.Type == unix.RTM_DELLINK {
+				t.Errorf("host namespace saw RTM_DELLINK of %s: a link was moved out (or deleted) while attaching", name)
+			}
+			if strings.HasPrefix(name, ContainerPeerPrefix) {
+				t.Errorf("host namespace saw the temporary peer %s", name)
+			}
+			seen = name == hostEnd && u.Link.Attrs().Alias == "sentinel"
+		case <-deadline:
+			t.Fatal("no link event with the sentinel alias within 10s")
+		}
+	}
+	if got := link(t, c, DefaultContainerIf).Attrs().MTU; got != 1400 {
+		t.Errorf("container interface MTU %d, want the bridge's 1400", got)
+	}
+	checkContainer(t, c, mac, []netip.Prefix{a})
 }

@@ -140,10 +140,19 @@ func configureBridge(cfg BridgeConfig, br netlink.Link) error {
 // createVeth adds a veth pair with the MTU on both ends and an optional MAC
 // for the peer.
 func createVeth(name, peer string, mtu int, peerMAC []byte) error {
+	return createVethPeerIn(name, peer, mtu, peerMAC, nil)
+}
+
+// createVethPeerIn is createVeth with the peer created directly in the
+// namespace peerNS (a netlink.NsFd; nil: this one). Creating it there is
+// one netlink request; moving it afterwards (RTM_SETLINK IFLA_NET_NS_FD)
+// waits for an RCU grace period while holding the RTNL, which serializes
+// concurrent attaches host-wide.
+func createVethPeerIn(name, peer string, mtu int, peerMAC []byte, peerNS any) error {
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name = name
 	attrs.MTU = mtu
-	veth := &netlink.Veth{LinkAttrs: attrs, PeerName: peer, PeerMTU: uint32(mtu), PeerHardwareAddr: peerMAC}
+	veth := &netlink.Veth{LinkAttrs: attrs, PeerName: peer, PeerMTU: uint32(mtu), PeerHardwareAddr: peerMAC, PeerNamespace: peerNS}
 	if err := netlink.LinkAdd(veth); err != nil {
 		return fmt.Errorf("create veth %s<->%s: %w", name, peer, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"net"
 	"net/netip"
 	"os/exec"
 	"testing"
@@ -16,7 +17,10 @@ import (
 )
 
 // TestGratuitousARPOnAttach watches c2's ethwe while c1 is attached and
-// expects c1's announcement (sender IP = target IP = its address).
+// expects c1's announcement: a broadcast ARP request from c1's MAC with
+// sender IP = target IP = its address.
+var bcastMAC = []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+
 func TestGratuitousARPOnAttach(t *testing.T) {
 	host, bridge := hostWithBridge(t, 0)
 	_, c1 := newContainerNS(t)
@@ -33,11 +37,13 @@ func TestGratuitousARPOnAttach(t *testing.T) {
 		return err
 	})
 	want := a1.Addr().As4()
+	mac1 := net.HardwareAddr{0x02, 0x11, 0x22, 0x33, 0x44, 0x77}
 	seen := make(chan struct{}, 1)
 	done := make(chan error, 1)
 	go func() {
 		done <- h.Run(func(f []byte) {
-			if len(f) >= 42 && binary.BigEndian.Uint16(f[12:14]) == 0x0806 &&
+			if len(f) >= 42 && binary.BigEndian.Uint16(f[12:14]) == 0x0806 && bytes.Equal(f[0:6], bcastMAC) &&
+				binary.BigEndian.Uint16(f[20:22]) == 1 && bytes.Equal(f[22:28], mac1) &&
 				bytes.Equal(f[28:32], want[:]) && bytes.Equal(f[38:42], want[:]) {
 				select {
 				case seen <- struct{}{}:
@@ -48,7 +54,7 @@ func TestGratuitousARPOnAttach(t *testing.T) {
 	}()
 	t.Cleanup(func() { h.Close(); <-done })
 	in(t, host, func() error {
-		_, err := AttachContainer(AttachConfig{Bridge: bridge, NetNS: c1, Addrs: []netip.Prefix{a1}})
+		_, err := AttachContainer(AttachConfig{Bridge: bridge, NetNS: c1, Addrs: []netip.Prefix{a1}, MAC: mac1})
 		return err
 	})
 	select {
