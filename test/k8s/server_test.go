@@ -3,6 +3,7 @@ package k8s
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -33,7 +34,17 @@ func TestServerEnforcesRBAC(t *testing.T) {
 	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx(t), binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	nodes, err := sa.CoreV1().Nodes().List(ctx(t), metav1.ListOptions{})
+	// The authorizer reads bindings from its informer cache: a binding
+	// takes effect when its watch event arrives (milliseconds; more on a
+	// loaded machine), so the first list may still be refused.
+	var nodes *corev1.NodeList
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if nodes, err = sa.CoreV1().Nodes().List(ctx(t), metav1.ListOptions{}); err == nil || !apierrors.IsForbidden(err) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatalf("list Nodes with the role: %v", err)
 	}
