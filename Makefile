@@ -68,10 +68,16 @@ cluster: deps image k8s-bins ## a real 3-node cluster (containerd + kubelet + ku
 # loudly, and run in a second pass without it.
 NORACE_TESTS := DoesNotAllocate|TestScale50
 
-test: deps mesh-patch k8s-bins ## everything with -race (unit, netns, e2e; as root), then the race-free tests (NORACE_TESTS) without it
+# The real cluster (test/cluster: kubelets, containerd, a control plane)
+# runs alone, after the rest: it needs the machine's cores for itself, and
+# its nodes' start-up timings do not survive the e2e package beside it.
+CLUSTER_PKG := ./test/cluster
+
+test: deps mesh-patch k8s-bins ## everything with -race (unit, netns, e2e; as root), the race-free tests (NORACE_TESTS) without it, then the real cluster alone
 	( rc=0; \
-	  $(GO) test -race -json -timeout 25m $(TESTFLAGS) ./... || rc=1; \
+	  $(GO) test -race -json -timeout 25m $(TESTFLAGS) $$($(GO) list ./... | grep -v '/test/cluster$$') || rc=1; \
 	  $(GO) test -json -count=1 -timeout 15m -run '$(NORACE_TESTS)' $(TESTFLAGS) ./... || rc=1; \
+	  $(GO) test -race -json -count=1 -timeout 20m $(TESTFLAGS) $(CLUSTER_PKG) || rc=1; \
 	  exit $$rc ) | $(GO) run ./test/testsum
 
 test-unit: mesh-patch ## unit tests with -race, without the e2e package (root-only tests skip unless root)
