@@ -51,10 +51,17 @@ type Link struct {
 	Cipher    string  `json:"c,omitempty"`   // sleeve cipher
 	TxFPS     float64 `json:"tx,omitempty"`  // frames per second sent recently
 	RxFPS     float64 `json:"rx,omitempty"`  // frames per second received recently
-	TxBPS     float64 `json:"tb,omitempty"`  // bytes per second sent recently (fastdp: the kernel's count; sleeve: 0, not counted)
+	TxBPS     float64 `json:"tb,omitempty"`  // bytes per second sent recently (fastdp: the VXLAN device's count; sleeve: UDP payload bytes)
 	RxBPS     float64 `json:"rb,omitempty"`  // bytes per second received recently
-	RTT       int64   `json:"rtt,omitempty"` // µs, last heartbeat round trip (fastdp links); 0 = unknown
+	RTT       int64   `json:"rtt,omitempty"` // µs, round trip to the peer; 0 = unknown
+	RTTBy     string  `json:"rk,omitempty"`  // how RTT was measured: RTTHeartbeat or RTTProbe
 }
+
+// The ways a link's RTT is measured.
+const (
+	RTTHeartbeat = "heartbeat" // fastdp: the VXLAN heartbeat and its ack
+	RTTProbe     = "probe"     // sleeve: the liveness detector's UDP probe and its ack, over the underlay
+)
 
 // Summary is one router's links at one moment.
 type Summary struct {
@@ -78,7 +85,7 @@ func sameFacts(a, b Summary) bool {
 		x, y := a.Links[i], b.Links[i]
 		x.TxFPS, x.RxFPS, y.TxFPS, y.RxFPS = 0, 0, 0, 0
 		x.TxBPS, x.RxBPS, y.TxBPS, y.RxBPS = 0, 0, 0, 0
-		x.RTT, y.RTT = 0, 0
+		x.RTT, y.RTT, x.RTTBy, y.RTTBy = 0, 0, "", ""
 		if x != y {
 			return false
 		}

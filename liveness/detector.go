@@ -28,8 +28,9 @@ type Detector struct {
 	mu       sync.Mutex
 	peers    map[string]Status
 	counts   [len(stateNames)]uint64
-	suspects map[string]time.Time // peers our prober suspects, until a ping succeeds
-	changed  chan struct{}        // closed and replaced on every change
+	suspects map[string]time.Time     // peers our prober suspects, until a ping succeeds
+	rtts     map[string]time.Duration // smoothed round trip of our direct probes, by peer
+	changed  chan struct{}            // closed and replaced on every change
 }
 
 // events wakes the poller as soon as memberlist reports a join or leave,
@@ -37,13 +38,21 @@ type Detector struct {
 // our suspicion of a peer that answered a probe.
 type events struct{ d *Detector }
 
-func (e events) NotifyJoin(*memberlist.Node)   { e.d.poke() }
-func (e events) NotifyLeave(*memberlist.Node)  { e.d.poke() }
+func (e events) NotifyJoin(*memberlist.Node) { e.d.poke() }
+func (e events) NotifyLeave(n *memberlist.Node) {
+	e.d.mu.Lock()
+	delete(e.d.rtts, n.Name) // a returning peer starts a fresh average
+	e.d.mu.Unlock()
+	e.d.poke()
+}
 func (e events) NotifyUpdate(*memberlist.Node) { e.d.poke() }
 func (e events) AckPayload() []byte            { return nil }
 
-func (e events) NotifyPingComplete(n *memberlist.Node, _ time.Duration, _ []byte) {
+// NotifyPingComplete implements memberlist.PingDelegate: memberlist calls
+// it when a direct probe of n was acked, with the probe's round trip.
+func (e events) NotifyPingComplete(n *memberlist.Node, rtt time.Duration, _ []byte) {
 	e.d.mu.Lock()
+	e.d.recordRTT(n.Name, rtt)
 	_, was := e.d.suspects[n.Name]
 	delete(e.d.suspects, n.Name)
 	e.d.mu.Unlock()
@@ -71,6 +80,29 @@ func (e events) NotifyAlive(n *memberlist.Node) error {
 	return nil
 }
 
+// recordRTT folds one probe round trip into peer's smoothed RTT, as TCP
+// smooths its RTT (RFC 6298: 7/8 old + 1/8 new), so one slow ack on a
+// loaded host moves it little. d.mu must be held.
+func (d *Detector) recordRTT(peer string, rtt time.Duration) {
+	if rtt <= 0 {
+		return
+	}
+	if old, ok := d.rtts[peer]; ok {
+		rtt = old - old/8 + rtt/8
+	}
+	d.rtts[peer] = rtt
+}
+
+// RTT returns the smoothed round trip of our liveness probes to peer over
+// the underlay (UDP ping to ack, memberlist's own measure), and false
+// while no direct probe of peer has been acked since it joined.
+func (d *Detector) RTT(peer string) (time.Duration, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rtt, ok := d.rtts[peer]
+	return rtt, ok
+}
+
 // markSuspect records that our prober got no ack from peer.
 func (d *Detector) markSuspect(peer string) {
 	d.mu.Lock()
@@ -86,6 +118,7 @@ func New(cfg Config) (*Detector, error) {
 	d := &Detector{
 		cfg: cfg, wake: make(chan struct{}, 1), stop: make(chan struct{}),
 		peers: make(map[string]Status), changed: make(chan struct{}), suspects: make(map[string]time.Time),
+		rtts: make(map[string]time.Duration),
 	}
 	mc, err := cfg.memberlistConfig(d)
 	if err != nil {

@@ -274,3 +274,59 @@ func TestSuspectLineIsRecognised(t *testing.T) {
 		t.Fatal("a failure line taken for a suspicion")
 	}
 }
+
+// TestProbeRTTIsRecordedAndForgottenOnLeave: each detector learns the
+// round trip of its direct probes to the other, a small positive time on
+// loopback; it is forgotten when the peer leaves, and an unknown peer
+// has none.
+func TestProbeRTTIsRecordedAndForgottenOnLeave(t *testing.T) {
+	c := newCluster(t, 2, "")
+	c.awaitMesh(timeout(t, 20*time.Second))
+	deadline := time.Now().Add(15 * time.Second)
+	for i, d := range c.ds {
+		other := name(1 - i)
+		for {
+			rtt, ok := d.RTT(other)
+			if ok {
+				if rtt <= 0 || rtt > 5*time.Second {
+					t.Fatalf("peer %d: RTT to %s = %v, want a small positive time", i, other, rtt)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("peer %d: no probe RTT to %s after 15 s", i, other)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if _, ok := c.ds[0].RTT("aa:00:00:00:00:99"); ok {
+		t.Error("RTT to a peer never seen")
+	}
+	if err := c.ds[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	c.ds[1] = nil
+	c.awaitAll(timeout(t, 5*time.Second), 1, Dead)
+	if rtt, ok := c.ds[0].RTT(name(1)); ok {
+		t.Errorf("RTT %v still reported for a peer that left", rtt)
+	}
+}
+
+// TestRTTIsSmoothed: the first sample is taken as is, later ones move
+// the average by an eighth of the difference; non-positive ones are
+// ignored.
+func TestRTTIsSmoothed(t *testing.T) {
+	d := &Detector{rtts: map[string]time.Duration{}}
+	d.recordRTT("p", 0)
+	if _, ok := d.RTT("p"); ok {
+		t.Fatal("a zero sample was recorded")
+	}
+	d.recordRTT("p", 800*time.Microsecond)
+	if rtt, _ := d.RTT("p"); rtt != 800*time.Microsecond {
+		t.Fatalf("first sample: %v", rtt)
+	}
+	d.recordRTT("p", 1600*time.Microsecond)
+	if rtt, _ := d.RTT("p"); rtt != 900*time.Microsecond {
+		t.Fatalf("after a 1.6 ms sample: %v, want 900µs", rtt)
+	}
+}

@@ -32,6 +32,10 @@ type PeerDiagnostics struct {
 type Counters struct {
 	TxFrames, TxDatagrams, TxErrors, TxDropped, TooBig, Fragments, Segments uint64
 	RxFrames, RxDatagrams, RxDropped, RxReplays, RxAuthFailed               uint64
+	// TxBytes and RxBytes are the UDP payload bytes of the datagrams sent
+	// to and received from the peer (sleeve headers, encryption overhead
+	// and heartbeats included; the outer IP/UDP headers not).
+	TxBytes, RxBytes uint64
 }
 
 // Diagnostics implements router.Overlay; it returns a Diagnostics.
@@ -80,6 +84,7 @@ func (f *forwarder) diagnostics() PeerDiagnostics {
 		TxDropped: c.TxDropped.Load(), TooBig: c.TooBig.Load(), Fragments: c.Fragments.Load(), Segments: c.Segments.Load(),
 		RxFrames: c.RxFrames.Load(), RxDatagrams: c.RxDatagrams.Load(), RxDropped: c.RxDropped.Load(),
 		RxReplays: c.RxReplays.Load(), RxAuthFailed: c.RxAuthFailed.Load(),
+		TxBytes: c.TxBytes.Load(), RxBytes: c.RxBytes.Load(),
 	}
 	return d
 }

@@ -127,6 +127,7 @@ func (f *forwarder) writeLocked(ch *channel, d []byte) error {
 		return fmt.Errorf("send datagram to %s: %w", ap.String(), err)
 	}
 	f.cnt.TxDatagrams.Add(1)
+	f.cnt.TxBytes.Add(uint64(len(d)))
 	f.cnt.TxFrames.Add(uint64(ch.enc.Frames()))
 	return nil
 }
@@ -243,6 +244,7 @@ func (f *forwarder) forwardSegmented(src, dst mesh.PeerName, frame []byte) error
 		}
 		n := uint64((len(run) + segSize - 1) / segSize)
 		f.cnt.TxDatagrams.Add(n)
+		f.cnt.TxBytes.Add(uint64(len(run)))
 		f.cnt.Segments.Add(n)
 		off = next
 	}

@@ -54,6 +54,7 @@ type event struct {
 type counters struct {
 	TxFrames, TxDatagrams, TxErrors, TxDropped, TooBig, Fragments, Segments atomic.Uint64
 	RxFrames, RxDatagrams, RxDropped, RxReplays, RxAuthFailed               atomic.Uint64
+	TxBytes, RxBytes                                                        atomic.Uint64 // UDP payload bytes
 }
 
 // forwarder is one sleeve connection to a remote peer.

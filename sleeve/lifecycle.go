@@ -242,6 +242,7 @@ func (f *forwarder) settle(p *pmtu, mtu int) {
 // on the overlay's receive goroutine. plain is a reusable buffer.
 func (f *forwarder) receive(d []byte, from netip.AddrPort, plain []byte) {
 	f.cnt.RxDatagrams.Add(1)
+	f.cnt.RxBytes.Add(uint64(len(d)))
 	frames := d[NameSize:]
 	if f.opener != nil {
 		if len(d) >= NameSize+SeqSize && binary.BigEndian.Uint64(d[NameSize:])&segBit != 0 {

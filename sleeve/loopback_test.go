@@ -198,11 +198,21 @@ func TestLoopbackPair(t *testing.T) {
 				t.Fatalf("inbound side learned %q, want A's sleeve port %d", addr, oa.Port())
 			}
 			sendGarbage(t, ob.Port())
+			txBefore, rxBefore := st.Peers[0].Counters.TxBytes, ob.Status().Peers[0].Counters.RxBytes
 			if err := fa.Forward(peerA, peerB, frame); err != nil {
 				t.Fatalf("A forward after garbage: %v", err)
 			}
 			if got := hb.await(t); !bytes.Equal(got.frame, frame) {
 				t.Fatal("frame after garbage differs")
+			}
+			// The frame's datagram is counted in bytes at both ends (with
+			// its sleeve header; heartbeats may add more).
+			min := uint64(NameSize + FrameOverhead + len(frame))
+			if sent := oa.Status().Peers[0].Counters.TxBytes - txBefore; sent < min {
+				t.Errorf("A counted %d bytes sent for a %d-byte frame, want >= %d", sent, len(frame), min)
+			}
+			if recv := ob.Status().Peers[0].Counters.RxBytes - rxBefore; recv < min {
+				t.Errorf("B counted %d bytes received for a %d-byte frame, want >= %d", recv, len(frame), min)
 			}
 			stB := ob.Status()
 			if stB.RxGarbage == 0 || stB.Peers[0].Counters.RxDropped+stB.Peers[0].Counters.RxAuthFailed == 0 {

@@ -88,6 +88,9 @@ func TestStatusPageInBrowser(t *testing.T) {
 	if err != nil || !strings.Contains(why, "fastdp(") {
 		t.Errorf("h1-h2 row %q (%v), want the fallback reason", why, err)
 	}
+	// sleeve has no round trip of its own: the row shows the liveness
+	// probe's, labelled so (the summaries are rebuilt every 500 ms)
+	b.await("h1-h2 row shows the probe RTT", `document.querySelector('`+linkSel(1, 2)+`').textContent.includes("(probe)")`, 10*time.Second)
 	b.screenshot("2-vxlan-blocked-into-h2")
 	checkStatusLinks(t, cl, 2, 3, "sleeve-fallback")
 
@@ -179,6 +182,8 @@ func checkStatusLinks(t *testing.T, cl *cluster, a, b int, kind string) {
 				t.Errorf("weave status links: %q, want kind %s", line, kind)
 			} else if kind == "fastdp" && f[5] == "-" {
 				t.Errorf("weave status links: %q, want the heartbeat RTT of a fastdp link", line)
+			} else if f[2] == "sleeve" && f[5] == "-" {
+				t.Errorf("weave status links: %q, want the liveness probe RTT of a view on sleeve", line)
 			}
 			views++
 		}

@@ -55,7 +55,7 @@ func (b *backend) Report() httpapi.Report {
 		rr.MACs = append(rr.MACs, httpapi.MACReport{Mac: m.Mac, Name: m.Name, NickName: m.NickName, LastSeen: m.LastSeen})
 	}
 	rep := httpapi.Report{Ready: b.ready.Load(), Version: version.Version, Router: rr}
-	rep.LinkTraffic = linkCounters(rr.OverlayDiagnostics) // page.go
+	rep.LinkTraffic = b.linkCounters(rr.OverlayDiagnostics, httpapi.LocalLinks(&rr)) // page.go
 	if b.ipam != nil {
 		addIPAM(&rep, b.ipam)
 	}

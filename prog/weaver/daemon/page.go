@@ -39,6 +39,9 @@ type trafficSample struct {
 	cnt map[string]httpapi.LinkTraffic // by remote peer
 }
 
+// sleeveOverlay is the data path name sleeve connections report.
+const sleeveOverlay = "sleeve"
+
 // rateWindow is what "recent" traffic rates average over.
 const rateWindow = 10 * time.Second
 
@@ -67,9 +70,10 @@ func (d *daemon) startLinkState(ctx context.Context, b *backend) error {
 func (b *backend) publishLinks(now time.Time) {
 	rr := httpapi.RouterReportFromMesh(wmesh.NewStatus(b.mesh))
 	links := httpapi.LocalLinks(&rr)
-	cur := linkCounters(rr.OverlayDiagnostics)
+	cur := b.linkCounters(rr.OverlayDiagnostics, links)
 	for i := range links {
-		links[i].RTT = cur[links[i].Peer].RTT.Microseconds()
+		c := cur[links[i].Peer]
+		links[i].RTT, links[i].RTTBy = c.RTT.Microseconds(), c.RTTBy
 	}
 	p := b.page
 	p.mu.Lock()
@@ -102,19 +106,41 @@ func perSecond(now, before uint64, secs float64) float64 {
 	return float64(now-before) / secs
 }
 
-// linkCounters sums, per remote peer, the frames sleeve counted and the
-// packets and bytes of the link's VXLAN device (the kernel counts those;
-// sleeve counts no bytes).
-func linkCounters(diag any) map[string]httpapi.LinkTraffic {
+// linkCounters is linkCounters with the data path of each of our links
+// and the RTTs of our liveness detector (none with --no-liveness).
+func (b *backend) linkCounters(diag any, links []linkstate.Link) map[string]httpapi.LinkTraffic {
+	overlay := make(map[string]string, len(links))
+	for _, l := range links {
+		if l.Peer != "" {
+			overlay[l.Peer] = l.Overlay
+		}
+	}
+	var probeRTT func(string) (time.Duration, bool)
+	if det := b.live.Load(); det != nil {
+		probeRTT = det.RTT
+	}
+	return linkCounters(diag, overlay, probeRTT)
+}
+
+// linkCounters sums, per remote peer, the frames and UDP payload bytes
+// sleeve counted and the packets and bytes of the link's VXLAN device
+// (the kernel counts those). The RTT follows the link's data path
+// (overlay, by peer): on fastdp the VXLAN heartbeat's; on sleeve, which
+// has no round trip of its own, probeRTT's (the liveness probe's over the
+// same underlay; none when probeRTT is nil), never a fastdp heartbeat's
+// from before the fallback.
+func linkCounters(diag any, overlay map[string]string, probeRTT func(peer string) (time.Duration, bool)) map[string]httpapi.LinkTraffic {
 	out := map[string]httpapi.LinkTraffic{}
 	m, _ := diag.(map[string]any)
-	if s, ok := m["sleeve"].(sleeve.Diagnostics); ok {
-		for _, pd := range s.Peers {
-			c := out[pd.Peer]
-			c.TxFrames += pd.Counters.TxFrames
-			c.RxFrames += pd.Counters.RxFrames
-			out[pd.Peer] = c
-		}
+	s, _ := m["sleeve"].(sleeve.Diagnostics)
+	for _, pd := range s.Peers {
+		c := out[pd.Peer]
+		c.TxFrames += pd.Counters.TxFrames
+		c.RxFrames += pd.Counters.RxFrames
+		c.TxBytes += pd.Counters.TxBytes
+		c.RxBytes += pd.Counters.RxBytes
+		c.HasBytes = true
+		out[pd.Peer] = c
 	}
 	if f, ok := m[fastdp.DisplayName].(fastdp.Status); ok {
 		for _, l := range f.Links {
@@ -124,8 +150,20 @@ func linkCounters(diag any) map[string]httpapi.LinkTraffic {
 			c.TxBytes += sysCounter(l.Device, "tx_bytes")
 			c.RxBytes += sysCounter(l.Device, "rx_bytes")
 			c.HasBytes = true
-			c.RTT = l.RTT
+			if l.RTT > 0 && overlay[l.Peer] != sleeveOverlay {
+				c.RTT, c.RTTBy = l.RTT, linkstate.RTTHeartbeat
+			}
 			out[l.Peer] = c
+		}
+	}
+	for _, pd := range s.Peers {
+		c := out[pd.Peer]
+		if probeRTT == nil || overlay[pd.Peer] != sleeveOverlay {
+			continue
+		}
+		if rtt, ok := probeRTT(pd.Peer); ok {
+			c.RTT, c.RTTBy = rtt, linkstate.RTTProbe
+			out[pd.Peer] = c
 		}
 	}
 	return out

@@ -365,7 +365,8 @@ func withRates(live, gossiped []linkstate.Link) []linkstate.Link {
 	for i := range live {
 		for _, g := range gossiped {
 			if g.Peer == live[i].Peer && g.Peer != "" {
-				live[i].TxFPS, live[i].RxFPS, live[i].TxBPS, live[i].RxBPS, live[i].RTT = g.TxFPS, g.RxFPS, g.TxBPS, g.RxBPS, g.RTT
+				live[i].TxFPS, live[i].RxFPS, live[i].TxBPS, live[i].RxBPS = g.TxFPS, g.RxFPS, g.TxBPS, g.RxBPS
+				live[i].RTT, live[i].RTTBy = g.RTT, g.RTTBy
 			}
 		}
 	}

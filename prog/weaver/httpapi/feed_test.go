@@ -63,9 +63,14 @@ func TestFeedOfMeshsimTopology(t *testing.T) {
 		{Hostname: "gone.weave.local.", Origin: name(0), ContainerID: "dead", Address: "10.32.0.2", Tombstone: 1},
 	}}
 	sums := map[string]linkstate.Summary{
+		// our own gossiped copy: the daemon's rates and probe RTT ride on it
+		name(0): {Peer: name(0), NickName: "p0", Software: "3.0.0", Version: 1, Time: now.Unix(), Links: []linkstate.Link{
+			{Peer: name(1), State: "established", Overlay: "sleeve", TxFPS: 2, TxBPS: 2000, RxBPS: 900, RTT: 700, RTTBy: linkstate.RTTProbe},
+		}},
 		name(1): {Peer: name(1), NickName: "p1", Software: "3.0.0", Version: 1, Time: now.Unix() - 3, Links: []linkstate.Link{
 			{Peer: name(2), State: "established", Overlay: "fastdp", MTU: 1376, TxFPS: 12, RTT: 420},
-			{Peer: name(3), State: "established", Overlay: "sleeve", MTU: 1438, Fallback: "fastdp(no VXLAN heartbeat ack for 3s)"},
+			{Peer: name(3), State: "established", Overlay: "sleeve", MTU: 1438, Fallback: "fastdp(no VXLAN heartbeat ack for 3s)",
+				TxBPS: 1500, RxBPS: 300, RTT: 900, RTTBy: linkstate.RTTProbe},
 		}},
 		name(2): {Peer: name(2), NickName: "p2", Software: "3.0.0", Version: 1, Time: now.Unix() - 1, Links: []linkstate.Link{
 			{Peer: name(1), State: "established", Overlay: "sleeve", MTU: 1438, Fallback: "fastdp(no VXLAN heartbeat ack for 3s)"},
@@ -119,6 +124,13 @@ func TestFeedOfMeshsimTopology(t *testing.T) {
 	}
 	if l01, _ := feedLink(f, name(0), name(1)); len(l01.Ends) != 1 || l01.Ends[0].MTU != 1438 || !l01.Local {
 		t.Errorf("p0-p1 = %+v; want our live end with meshsim's MTU 1438", l01)
+	} else if e := l01.Ends[0]; e.TxBPS != 2000 || e.RxBPS != 900 || e.RTT != 700 || e.RTTBy != linkstate.RTTProbe {
+		t.Errorf("p0-p1 live end = %+v; want the gossiped sleeve bytes/s 2000/900 and probe RTT 700 µs", e)
+	}
+	// a remote router's sleeve link carries its bytes/s and probe RTT
+	if l13, _ := feedLink(f, name(1), name(3)); len(l13.Ends) != 1 ||
+		l13.Ends[0].TxBPS != 1500 || l13.Ends[0].RTT != 900 || l13.Ends[0].RTTBy != linkstate.RTTProbe {
+		t.Errorf("p1-p3 ends = %+v; want p1's sleeve view with 1500 B/s and probe RTT 900 µs", l13.Ends)
 	}
 	relayed := 0
 	for _, l := range f.Links {

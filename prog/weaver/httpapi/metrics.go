@@ -37,9 +37,9 @@ var (
 	descLinkFrames = prometheus.NewDesc("weave_link_frames_total",
 		"Frames sent (tx) or received (rx) on the link to a peer: sleeve frames plus VXLAN packets.", []string{"peer", "direction"}, nil)
 	descLinkBytes = prometheus.NewDesc("weave_link_bytes_total",
-		"Bytes sent (tx) or received (rx) on the VXLAN link to a peer (sleeve counts no bytes).", []string{"peer", "direction"}, nil)
+		"Bytes sent (tx) or received (rx) on the link to a peer: sleeve UDP payload bytes plus VXLAN device bytes.", []string{"peer", "direction"}, nil)
 	descLinkRTT = prometheus.NewDesc("weave_link_rtt_seconds",
-		"Last heartbeat round trip on the fastdp link to a peer.", []string{"peer"}, nil)
+		"Round trip to a peer: the fastdp heartbeat's, or on a sleeve link the liveness probe's.", []string{"peer"}, nil)
 	descFallbacks = prometheus.NewDesc("weave_connection_fallbacks",
 		"Established connections not on their preferred data path, by that path.", []string{"preferred"}, nil)
 )

@@ -13,9 +13,10 @@ import (
 // LinkTraffic are one link's counters since its connection started.
 type LinkTraffic struct {
 	TxFrames, RxFrames uint64        // sleeve frames plus VXLAN packets
-	TxBytes, RxBytes   uint64        // VXLAN only; 0 on sleeve
-	HasBytes           bool          // the link has a VXLAN device whose bytes are counted
-	RTT                time.Duration // last fastdp heartbeat round trip; 0 = none
+	TxBytes, RxBytes   uint64        // sleeve UDP payload bytes plus VXLAN device bytes
+	HasBytes           bool          // the link has a sleeve forwarder or VXLAN device whose bytes are counted
+	RTT                time.Duration // round trip to the peer; 0 = none
+	RTTBy              string        // linkstate.RTTHeartbeat (fastdp) or linkstate.RTTProbe (liveness probe, sleeve links)
 }
 
 // collectLinks writes weave_link_frames_total, weave_link_bytes_total and

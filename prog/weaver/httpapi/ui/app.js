@@ -82,6 +82,8 @@ function softwareText(p) {
 
 // ms formats microseconds.
 function ms(us) { return us >= 1000 ? (us / 1000).toFixed(1) + " ms" : `${us} µs`; }
+// how an end measured its RTT: the fastdp heartbeat or, on sleeve, the liveness probe
+function rttBy(e) { return e.rk === "probe" ? "liveness probe" : "heartbeat"; }
 
 function badge(kind) { return el("span", { class: `badge k-${kind}` }, KIND_TEXT[kind] || kind); }
 
@@ -272,7 +274,7 @@ function endCells(l) {
   const path = ends.map(e => `${who(e)}: ${e.o || "none"}`).join("; ");
   const enc = ends.length ? (ends.every(e => e.e) ? "yes" : (ends.some(e => e.e) ? "partly" : "no")) : "";
   const mtu = [...new Set(ends.map(e => e.m).filter(Boolean))].join(" / ");
-  const rtt = ends.filter(e => e.rtt).map(e => `${who(e)}: ${ms(e.rtt)}`).join("; ");
+  const rtt = ends.filter(e => e.rtt).map(e => `${who(e)}: ${ms(e.rtt)}${e.rk === "probe" ? " (probe)" : ""}`).join("; ");
   const why = [...new Set(ends.map(e => e.f).filter(Boolean))].join("; ") || l.info || (l.via ? `via ${nick(l.via)}` : "");
   const traffic = ends.filter(e => e.tx || e.rx || e.tb || e.rb)
     .map(e => `${who(e)}: ${rate(e.tx)} / ${rate(e.rx)}${e.tb || e.rb ? ` (${bytes(e.tb) || "0"} / ${bytes(e.rb) || "0"})` : ""}`).join("; ");
@@ -374,7 +376,7 @@ function endBlock(e) {
       el("dt", {}, "Connection"), el("dd", {}, `${e.s}${e.a ? " " + e.a : ""}`),
       el("dt", {}, "Encrypted"), el("dd", {}, e.e ? `yes${e.c ? " (" + e.c + ")" : ""}` : "no"),
       el("dt", {}, "MTU"), el("dd", {}, e.m || "?"),
-      el("dt", {}, "RTT"), el("dd", {}, e.rtt ? ms(e.rtt) + " (heartbeat)" : "not measured (fastdp links only)"),
+      el("dt", {}, "RTT"), el("dd", {}, e.rtt ? `${ms(e.rtt)} (${rttBy(e)})` : "not measured yet"),
       e.f ? el("dt", {}, "Fallback") : null, e.f ? el("dd", {}, e.f) : null,
       el("dt", {}, "Frames/s"), el("dd", {}, `${rate(e.tx)} tx / ${rate(e.rx)} rx`),
       (e.tb || e.rb) ? el("dt", {}, "Bytes") : null, (e.tb || e.rb) ? el("dd", {}, `${bytes(e.tb) || "0"} tx / ${bytes(e.rb) || "0"} rx`) : null));
