@@ -159,7 +159,12 @@ func TestKilledPeerGoesSuspectThenDeadAndRejoins(t *testing.T) {
 	t.Logf("all peers declared the killed peer dead after %v", time.Since(killedAt).Round(time.Millisecond))
 	suspected := 0
 	for i := range 3 {
+		// Await returns on the state; the change callback that records
+		// the history may run a moment later.
 		h := c.history(i, 3)
+		for deadline := time.Now().Add(5 * time.Second); (len(h) == 0 || h[len(h)-1] != Dead) && time.Now().Before(deadline); h = c.history(i, 3) {
+			time.Sleep(10 * time.Millisecond)
+		}
 		if len(h) < 2 || h[len(h)-1] != Dead {
 			t.Errorf("peer %d saw %v for the killed peer; want ..., dead", i, h)
 		}
