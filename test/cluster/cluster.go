@@ -307,6 +307,13 @@ func (c *Cluster) Stop() {
 		for i := len(c.created) - 1; i >= 0; i-- {
 			_ = os.Remove(c.created[i]) // only when still empty
 		}
+		if keep := os.Getenv("WEAVE_CLUSTER_LOGS"); keep != "" && c.Dir != "" {
+			// Where the logs of every process go when the cluster ends
+			// (the temporary directory goes): to read after a failure.
+			if err := copyDir(filepath.Join(c.Dir, "logs"), filepath.Join(keep, filepath.Base(c.Dir))); err != nil {
+				fmt.Fprintf(os.Stderr, "cluster: keep logs in %s: %v\n", keep, err)
+			}
+		}
 		if c.Opts.Dir == "" && c.Dir != "" {
 			if err := os.RemoveAll(c.Dir); err != nil {
 				time.Sleep(time.Second)
@@ -417,4 +424,28 @@ func SweepStale() {
 			n.removeCgroups()
 		}
 	}
+}
+
+// copyDir copies the regular files of from (one level) into to.
+func copyDir(from, to string) error {
+	ents, err := os.ReadDir(from)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -77,7 +77,17 @@ func cluster(t *testing.T) *Cluster {
 	if shared.err != nil {
 		t.Fatalf("start the cluster: %v", shared.err)
 	}
-	return shared.c
+	c := shared.c
+	t.Cleanup(func() {
+		if t.Failed() {
+			// What the nodes' own programs said last: a failure's cause is
+			// often there (kube-proxy's sync errors, kubelet's CNI calls).
+			for _, n := range c.Nodes {
+				t.Logf("%s", n.Diagnose())
+			}
+		}
+	})
+	return c
 }
 
 func ctxT(t *testing.T, d time.Duration) context.Context {

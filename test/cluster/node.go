@@ -382,3 +382,20 @@ func (n *Node) Exec(ctx context.Context, argv ...string) (string, error) {
 	}
 	return string(out), nil
 }
+
+// Diagnose is what to read after a failure: whether the node's programs
+// still run, and the last lines kube-proxy and the kubelet logged.
+func (n *Node) Diagnose() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s diagnostics:", n.Name)
+	if err := n.exited(); err != nil {
+		fmt.Fprintf(&b, "\n  %v", err)
+	}
+	for _, p := range []*Proc{n.kubeProxy, n.kubelet} {
+		if p == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "\n  --- %s (last 12 lines of %s):\n%s", p.Name, p.Log, p.Tail(12))
+	}
+	return b.String()
+}
