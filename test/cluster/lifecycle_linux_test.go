@@ -63,10 +63,7 @@ func startPingers(t *testing.T, c *Cluster, ns string, pods []corev1.Pod) []*pin
 	t.Helper()
 	var ps []*pinger
 	for i, p := range pods {
-		to := pods[(i+1)%len(pods)]
-		pg := &pinger{ns: ns, pod: p.Name, from: p.Spec.NodeName, to: to.Spec.NodeName}
-		podSh(t, c, ns, p.Name, "ping -q -i 0.2 -W 1 "+to.Status.PodIP+" >/tmp/ping.out 2>&1 & echo $! >/tmp/ping.pid")
-		ps = append(ps, pg)
+		ps = append(ps, startPing(t, c, ns, p, pods[(i+1)%len(pods)], "0.2"))
 	}
 	return ps
 }
