@@ -2,9 +2,7 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,12 +21,10 @@ import (
 )
 
 // Where Weave Net 2.8.1's DaemonSet and ours keep state on a node (host
-// /var/lib/weave, /weavedb in the pod): 2.8.1's data file, ours, and the
-// peer name file only ours writes.
+// /var/lib/weave, /weavedb in the pod): 2.8.1's data file and ours.
 const (
-	file281      = "weave-netdata.db"
-	fileOurs     = "weavedata.db"
-	filePeerName = "peername"
+	file281  = "weave-netdata.db"
+	fileOurs = "weavedata.db"
 )
 
 // TestUpgradeFrom281KeepsPodAddresses: a node of the real cluster switches
@@ -46,8 +42,8 @@ const (
 // peername, ring, ownedAddresses; package ipam's writer, whose format
 // ipam's tests check against the data files of two real 2.8.1 routers),
 // holding the state our router had on that node: its peer name, the ring
-// and the addresses of the node's pods. Our own weavedata.db and peername
-// files are removed, so nothing of ours is left to start from. 2.8.1's
+// and the addresses of the node's pods. Our own files (weavedata.db,
+// peername, targets) are removed, so nothing of ours is left to start from. 2.8.1's
 // iptables chains and bridge types are not on the node (the namespace
 // tests TestUpgradeFrom281InPlace and TestKubeUpgradeFrom281... lay those
 // out from 2.8.1's own rules). Then the DaemonSet is applied again and its
@@ -68,6 +64,7 @@ func TestUpgradeFrom281KeepsPodAddresses(t *testing.T) {
 	c := cluster(t)
 	applyWeave(t, c)
 	const ns = "upgrade281"
+	own := time.Now() // the test's own time, on top of the shared cluster and DaemonSet
 	pods := echoPods(t, c, ns, 2)
 	n := c.Nodes[0]
 	img := currentWeaveImage(t, c)
@@ -121,8 +118,8 @@ func TestUpgradeFrom281KeepsPodAddresses(t *testing.T) {
 	awaitNoWeaver(t, n)
 	stopped := time.Since(t0)
 	// ...leaving 2.8.1's state on disk...
-	left := seed281(t, n.HostPath("/var/lib/weave"))
-	t.Logf("%s: our pod gone %v after the delete; /var/lib/weave now holds %v", n.Name, stopped.Round(100*time.Millisecond), left)
+	removed := seed281(t, n.HostPath("/var/lib/weave"))
+	t.Logf("%s: our pod gone %v after the delete; /var/lib/weave now holds only %s (removed %v)", n.Name, stopped.Round(100*time.Millisecond), file281, removed)
 	// ...and the new pod starts on it.
 	if _, err := c.Kubectl(ctxT(t, time.Minute), manifest(t, img), "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
@@ -144,12 +141,13 @@ func TestUpgradeFrom281KeepsPodAddresses(t *testing.T) {
 	t.Logf("%s switched: DaemonSet ready again %v after the delete, pings answered again after %v",
 		n.Name, ready.Round(100*time.Millisecond), resumed.Round(100*time.Millisecond))
 	for _, pg := range pingers {
-		// Generous: the whole switch (pod stopped, re-created, router up,
-		// mesh reconnected) measured here took about 10-15 s; between the
-		// node's own pods (the bridge stays) hardly anything is lost.
-		limit := 450 // 45 s
+		// Generous for a loaded CI machine: across nodes the whole switch
+		// (pod stopped, re-created, router up, mesh reconnected) cost about
+		// 4 s here; between the node's own pods (the bridge and veths stay,
+		// no router on the path) nothing.
+		limit := 200 // 20 s
 		if pg.from == pg.to {
-			limit = 50
+			limit = 10
 		}
 		if pg.err == nil && pg.lost > limit {
 			t.Errorf("ping %s -> %s: %d of %d lost across the switch (limit %d)", pg.from, pg.to, pg.lost, pg.sent, limit)
@@ -262,6 +260,7 @@ spec:
 	if err != nil {
 		t.Error(err)
 	}
+	t.Logf("the test's own time (pods, switch, checks): %v", time.Since(own).Round(100*time.Millisecond))
 }
 
 // startPing starts a ping every interval seconds from pod from to pod to,
@@ -349,7 +348,7 @@ func awaitNoWeaver(t *testing.T, n *Node) {
 // DaemonSet keeps there and nothing else: weave-netdata.db in 2.8.1's
 // layout, written by package ipam's writer from the IPAM state our router
 // had (our weavedata.db, or, when the node already runs on an adopted
-// 2.8.1 file, that file as it is). It returns the files left.
+// 2.8.1 file, that file as it is). It returns the files it removed.
 func seed281(t *testing.T, dir string) []string {
 	t.Helper()
 	ours, legacy := filepath.Join(dir, fileOurs), filepath.Join(dir, file281)
@@ -412,24 +411,25 @@ func seed281(t *testing.T, dir string) []string {
 	} else if _, err := os.Stat(legacy); err != nil {
 		t.Fatalf("%s: neither %s nor %s: no IPAM state to switch from", dir, fileOurs, file281)
 	}
-	if err := os.Remove(filepath.Join(dir, filePeerName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		t.Fatal(err)
-	}
 	if _, err := ipam.ReadWeaveDataFile(legacy); err != nil {
 		t.Fatal(err)
 	}
+	// The rest is ours (peername, the persisted dial targets): 2.8.1 keeps
+	// neither (its direct peers are in the data file).
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var left []string
+	var removed []string
 	for _, e := range ents {
-		left = append(left, e.Name())
+		if e.Name() != file281 {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+			removed = append(removed, e.Name())
+		}
 	}
-	if !slices.Equal(left, []string{file281}) {
-		t.Fatalf("%s holds %v, want only %s as 2.8.1 leaves it", dir, left, file281)
-	}
-	return left
+	return removed
 }
 
 // read281Addresses reads a copy of the 2.8.1-format data file at path
