@@ -45,7 +45,8 @@ const (
 // and the addresses of the node's pods. Our own files (weavedata.db,
 // peername, targets) are removed, so nothing of ours is left to start from. 2.8.1's
 // iptables chains and bridge types are not on the node (the namespace
-// tests TestUpgradeFrom281InPlace and TestKubeUpgradeFrom281... lay those
+// tests TestUpgradeFrom281InPlace and
+// TestKubeUpgradeFrom281KeepsPeersAndAddresses in test/e2e lay those
 // out from 2.8.1's own rules). Then the DaemonSet is applied again and its
 // controller starts our pod on the node.
 //
