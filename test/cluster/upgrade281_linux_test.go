@@ -43,11 +43,11 @@ const (
 // ipam's tests check against the data files of two real 2.8.1 routers),
 // holding the state our router had on that node: its peer name, the ring
 // and the addresses of the node's pods. Our own files (weavedata.db,
-// peername, targets) are removed, so nothing of ours is left to start from. 2.8.1's
-// iptables chains and bridge types are not on the node (the namespace
-// tests TestUpgradeFrom281InPlace and
-// TestKubeUpgradeFrom281KeepsPeersAndAddresses in test/e2e lay those
-// out from 2.8.1's own rules). Then the DaemonSet is applied again and its
+// peername, targets) are removed, so nothing of ours is left to start
+// from. 2.8.1's iptables chains and bridge types are not on the node (the
+// namespace tests TestUpgradeFrom281InPlace and
+// TestKubeUpgradeFrom281KeepsPeersAndAddresses in test/e2e lay those out
+// from 2.8.1's own rules). Then the DaemonSet is applied again and its
 // controller starts our pod on the node.
 //
 // It asserts: the new router adopts the file in place (its log says so,
