@@ -187,10 +187,13 @@ func (n *Node) startKubeProxy() error {
 	if err != nil {
 		return err
 	}
-	n.kubeProxy, err = n.c.start(n.Name+"-kube-proxy", n.NS, n.mntNS, []string{path}, n.c.Bins.KubeProxy,
-		"--kubeconfig="+n.c.Kubeconfig, "--hostname-override="+n.Name, "--proxy-mode=iptables",
-		"--cluster-cidr="+PodRange, "--conntrack-max-per-core=0",
-		"--conntrack-tcp-timeout-established=0", "--conntrack-tcp-timeout-close-wait=0",
-		"--healthz-bind-address=127.0.0.1:10256", "--metrics-bind-address=127.0.0.1:10249", "--v=1")
+	name := n.Name + "-kube-proxy"
+	n.kubeProxy, err = n.c.startService(name, func() (*Proc, error) {
+		return n.c.start(name, n.NS, n.mntNS, []string{path}, n.c.Bins.KubeProxy,
+			"--kubeconfig="+n.c.Kubeconfig, "--hostname-override="+n.Name, "--proxy-mode=iptables",
+			"--cluster-cidr="+PodRange, "--conntrack-max-per-core=0",
+			"--conntrack-tcp-timeout-established=0", "--conntrack-tcp-timeout-close-wait=0",
+			"--healthz-bind-address=127.0.0.1:10256", "--metrics-bind-address=127.0.0.1:10249", "--v=1")
+	})
 	return err
 }

@@ -38,7 +38,7 @@ type Node struct {
 	cgroupRoot string
 	containerd *Proc
 	kubelet    *Proc
-	kubeProxy  *Proc
+	kubeProxy  *Service // restarted when it exits, as systemd or a DaemonSet would
 }
 
 // cgroupV1 are the v1 hierarchies the kubelet and runc use here.
@@ -295,10 +295,13 @@ func copyFile(src, dst string) error {
 }
 
 func (n *Node) exited() error {
-	for _, p := range []*Proc{n.containerd, n.kubelet, n.kubeProxy} {
+	for _, p := range []*Proc{n.containerd, n.kubelet} {
 		if err := p.Exited(); err != nil {
 			return fmt.Errorf("%s: %w", n.Name, err)
 		}
+	}
+	if err := n.kubeProxy.Exited(); err != nil {
+		return fmt.Errorf("%s: %w", n.Name, err)
 	}
 	return nil
 }
@@ -391,10 +394,10 @@ func (n *Node) Diagnose() string {
 	if err := n.exited(); err != nil {
 		fmt.Fprintf(&b, "\n  %v", err)
 	}
-	for _, p := range []*Proc{n.kubeProxy, n.kubelet} {
-		if p == nil {
-			continue
-		}
+	if p := n.kubeProxy; p != nil {
+		fmt.Fprintf(&b, "\n  --- %s, restarted %d times (last 12 lines of %s):\n%s", p.Name, p.Restarts(), p.Log, p.Tail(12))
+	}
+	if p := n.kubelet; p != nil {
 		fmt.Fprintf(&b, "\n  --- %s (last 12 lines of %s):\n%s", p.Name, p.Log, p.Tail(12))
 	}
 	return b.String()

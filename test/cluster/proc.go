@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -112,4 +113,127 @@ func killPid(pid int) {
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 	var st syscall.WaitStatus
 	_, _ = syscall.Wait4(pid, &st, syscall.WNOHANG, nil)
+}
+
+// Service is a process kept running as systemd's Restart=always (or a
+// DaemonSet) keeps a node agent: started again a second after it exits,
+// until Stop. kube-proxy counts on that: it exits on purpose when its
+// node's addresses change, which happens when it starts before the
+// kubelet has registered the Node (it then assumes loopback and exits
+// once the Node appears).
+type Service struct {
+	Name string
+	Log  string
+
+	start func() (*Proc, error)
+	delay time.Duration // before a restart
+	stop  chan struct{}
+	done  chan struct{}
+
+	mu       sync.Mutex
+	cur      *Proc
+	restarts int
+	err      error // why it is no longer restarted
+}
+
+// serviceMaxRestarts bounds restarts: a program that exits at once every
+// time is broken, not restarting.
+const serviceMaxRestarts = 10
+
+func (c *Cluster) startService(name string, start func() (*Proc, error)) (*Service, error) {
+	return startService(name, time.Second, start)
+}
+
+func startService(name string, delay time.Duration, start func() (*Proc, error)) (*Service, error) {
+	p, err := start()
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{Name: name, Log: p.Log, start: start, delay: delay, cur: p, stop: make(chan struct{}), done: make(chan struct{})}
+	go s.supervise()
+	return s, nil
+}
+
+func (s *Service) supervise() {
+	defer close(s.done)
+	for {
+		s.mu.Lock()
+		p := s.cur
+		s.mu.Unlock()
+		select {
+		case <-s.stop:
+			return
+		case <-p.done:
+		}
+		s.mu.Lock()
+		s.restarts++
+		if s.restarts > serviceMaxRestarts {
+			s.err = fmt.Errorf("%s exited %d times; last: %w", s.Name, s.restarts, p.Exited())
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.stop:
+			return
+		case <-time.After(s.delay):
+		}
+		np, err := s.start()
+		s.mu.Lock()
+		if err != nil {
+			s.err = fmt.Errorf("%s: restart: %w", s.Name, err)
+			s.mu.Unlock()
+			return
+		}
+		s.cur = np
+		s.mu.Unlock()
+	}
+}
+
+// Restarts is how often s was started again.
+func (s *Service) Restarts() int {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restarts
+}
+
+// Exited is nil while s is running or being restarted, else why it gave up.
+func (s *Service) Exited() error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Stop ends the supervision, then the process (SIGTERM, SIGKILL after grace).
+func (s *Service) Stop(grace time.Duration) {
+	if s == nil {
+		return
+	}
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	<-s.done
+	s.mu.Lock()
+	p := s.cur
+	s.mu.Unlock()
+	p.Stop(grace)
+}
+
+// Tail is the last n lines of the log (every run of the process appends to it).
+func (s *Service) Tail(n int) string {
+	if s == nil {
+		return ""
+	}
+	s.mu.Lock()
+	p := s.cur
+	s.mu.Unlock()
+	return p.Tail(n)
 }

@@ -311,7 +311,7 @@ func awaitPingTCP(t *testing.T, c *Cluster, ns string, from corev1.Pod, to []cor
 	t.Helper()
 	err := netnstest.Poll(time.Minute, func() error {
 		for _, p := range to {
-			out := podSh(t, c, ns, from.Name, fmt.Sprintf(`if ping -c 1 -W 3 %[1]s >/dev/null 2>&1; then echo ping=ok; else echo ping=fail; fi; nc -w 3 %[1]s 8080 </dev/null`, p.Status.PodIP))
+			out := podSh(t, c, ns, from.Name, fmt.Sprintf(`if ping -c 1 -W 3 %[1]s >/dev/null 2>&1; then echo ping=ok; else echo ping=fail; fi; nc -w 3 %[1]s 8080 </dev/null; true`, p.Status.PodIP))
 			want := fmt.Sprintf("ping=ok\n%s %s:", p.Name, from.Status.PodIP)
 			if !strings.HasPrefix(out, want) {
 				return fmt.Errorf("%s (%s, %s) to %s (%s, %s): %q, want %q...", from.Name, from.Spec.NodeName, from.Status.PodIP, p.Name, p.Spec.NodeName, p.Status.PodIP, out, want)

@@ -254,7 +254,7 @@ spec:
 	from := pods[0]
 	var answered map[string]bool
 	err = netnstest.Poll(time.Minute, func() error {
-		out := podSh(t, c, ns, from.Name, fmt.Sprintf(`for i in $(seq 12); do nc -w 3 %s 80 </dev/null; done`, svc.Spec.ClusterIP))
+		out := podSh(t, c, ns, from.Name, fmt.Sprintf(`for i in $(seq 12); do nc -w 3 %s 80 </dev/null; done; true`, svc.Spec.ClusterIP))
 		answered = map[string]bool{}
 		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 			if f := strings.Fields(l); len(f) == 2 && nodeOf[f[0]] != "" {
