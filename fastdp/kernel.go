@@ -43,12 +43,21 @@ type VXLANSpec struct {
 	Name   string
 	Bridge string     // master bridge
 	VNI    uint32     // receive VNI (what the peer sends us)
-	Local  netip.Addr // our underlay address
+	Local  netip.Addr // our underlay address: IPv4, or IPv6 for an IPv6 link
 	Port   int        // UDP destination port
 	MTU    int
 }
 
+// String renders the spec as the equivalent ip(8) command. Over IPv6 there
+// is no DF bit (IPv6 routers never fragment; the sending host refuses to
+// once the packet is larger than the path MTU, see docs/fastdp.md) and
+// the UDP checksum stays on: IPv6 forbids zero UDP checksums unless both
+// ends opt in, and middleboxes drop them.
 func (s VXLANSpec) String() string {
+	if s.Local.Is6() {
+		return fmt.Sprintf("link add %s type vxlan id %d local %s dstport %d nolearning ttl 64 udpcsum mtu %d master %s up",
+			s.Name, s.VNI, s.Local, s.Port, s.MTU, s.Bridge)
+	}
 	return fmt.Sprintf("link add %s type vxlan id %d local %s dstport %d nolearning ttl 64 df set noudpcsum mtu %d master %s up",
 		s.Name, s.VNI, s.Local, s.Port, s.MTU, s.Bridge)
 }
