@@ -49,10 +49,11 @@ type VXLANSpec struct {
 }
 
 // String renders the spec as the equivalent ip(8) command. Over IPv6 there
-// is no DF bit (IPv6 routers never fragment; the sending host refuses to
-// once the packet is larger than the path MTU, see docs/fastdp.md) and
-// the UDP checksum stays on: IPv6 forbids zero UDP checksums unless both
-// ends opt in, and middleboxes drop them.
+// is no DF bit: IPv6 routers never fragment, and the sending kernel drops
+// (does not fragment) an encapsulated packet above the path MTU, so the
+// full-size heartbeat is still the MTU check (docs/fastdp.md). The UDP
+// checksum stays on over IPv6: zero UDP checksums need both ends to opt
+// in, and middleboxes drop them.
 func (s VXLANSpec) String() string {
 	if s.Local.Is6() {
 		return fmt.Sprintf("link add %s type vxlan id %d local %s dstport %d nolearning ttl 64 udpcsum mtu %d master %s up",

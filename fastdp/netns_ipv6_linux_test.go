@@ -1,6 +1,7 @@
 package fastdp
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/seedf75a49c6/weave/internal/netns"
 	"github.com/seedf75a49c6/weave/internal/netnstest"
 	"github.com/weaveworks/mesh"
+	"golang.org/x/sys/unix"
 )
 
 const nameC = mesh.PeerName(0xaa0000000003)
@@ -251,4 +253,20 @@ func TestNetnsDetectUnderlay(t *testing.T) {
 	check("dual stack, IPv4 default route", "", Underlay{MTU: 1400, Iface: "u0"}, 1350)
 	check("dual stack, IPv6 --host", "fd09::1", v6, 1330)
 	check("dual stack, IPv4 --host", "10.9.0.1", Underlay{MTU: 1400, Iface: "u0"}, 1350)
+}
+
+// TestWithErrno: a kernel refusal keeps its errno (errors.Is) and names it,
+// so the link's fallback reason says exactly what the kernel answered.
+func TestWithErrno(t *testing.T) {
+	err := withErrno(unix.EAFNOSUPPORT)
+	if !errors.Is(err, unix.EAFNOSUPPORT) || !strings.HasSuffix(err.Error(), "(EAFNOSUPPORT)") {
+		t.Fatalf("withErrno = %v", err)
+	}
+	if withErrno(nil) != nil {
+		t.Fatal("withErrno(nil) != nil")
+	}
+	plain := errors.New("no errno")
+	if withErrno(plain) != plain {
+		t.Fatal("withErrno changed an error without errno")
+	}
 }
