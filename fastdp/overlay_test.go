@@ -395,3 +395,24 @@ func TestOverheadFor(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelRefusalIsTheReason: a kernel that refuses the IPv6 device (the
+// IPv4 one still works) fails that link's forwarder with the refusal,
+// which becomes the fallback reason the switch shows.
+func TestKernelRefusalIsTheReason(t *testing.T) {
+	n := newFakeNet()
+	ka := newFakeKernel(n)
+	ka.addErr = func(s VXLANSpec) error {
+		if s.Local.Is6() {
+			return errors.New("create vxlan device vxw-002: address family not supported by protocol (EAFNOSUPPORT)")
+		}
+		return nil
+	}
+	a := newHostMTU(t, ka, nameA, 1, "fd00::1", 0)
+	b := newHostMTU(t, newFakeKernel(n), nameB, 2, "fd00::2", 0)
+	fa, _ := connect(t, a, b, 9)
+	err := await(t, "A's forwarder error", fa.ErrorChannel())
+	if !strings.Contains(err.Error(), "(EAFNOSUPPORT)") || fa.FallbackReason() != err.Error() {
+		t.Fatalf("error %v, reason %q", err, fa.FallbackReason())
+	}
+}
