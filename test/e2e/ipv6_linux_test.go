@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/seedf75a49c6/weave/internal/netnstest"
 )
@@ -135,12 +139,18 @@ func TestIPv6UnderlayEncrypted(t *testing.T) {
 // sleeve). h1 never gets a link to h3 (no common family) and keeps working
 // although the gossip tells it h3's IPv6 address.
 //
-// --no-liveness: liveness cannot probe across families (h3 cannot reach
-// h2's advertised IPv4 address), declares the peer dead about 2 s after it
-// joins and the router cuts the link; docs/ipv6.md, "What does not work".
+// Liveness runs in one membership per family (docs/liveness.md, "Mixed
+// underlay families"): h2 is in both, h1 only in the IPv4 one, h3 only in
+// the IPv6 one. Once all see their family's peers alive, nobody suspects
+// or declares anyone dead, and no connection is closed, for longer than
+// memberlist's longest suspicion timeout (with one membership for all, h3
+// declared h2 dead about 2 s after joining and the router cut the link);
+// h1 and h3 have no verdict on each other. Then h3 is SIGKILLed: h2, its
+// only peer of its family, sees it dead within seconds, h1 still has no
+// verdict on it, and h1's link to h2 stays up.
 func TestMixedUnderlay(t *testing.T) {
 	t.Parallel()
-	cl := newFastCluster(t, clusterOpts{hosts: 3, hub: 2, noLaunch: []int{3}, extra: []string{"--mtu", "1430", "--no-liveness"},
+	cl := newFastCluster(t, clusterOpts{hosts: 3, hub: 2, noLaunch: []int{3}, extra: []string{"--mtu", "1430"},
 		underlay: []string{netnstest.UnderlayIPv4, netnstest.UnderlayDual, netnstest.UnderlayIPv6}})
 	cl.tp.SetHosts(cl.host(3), "127.0.0.1 localhost\n::1 localhost\n"+cl.host(2).IP6+" hub.v6.test\n")
 	args := cl.launchArgs(3)
@@ -185,6 +195,114 @@ func TestMixedUnderlay(t *testing.T) {
 	if ok, out, _ := cl.establishedTo(1, 3); ok {
 		t.Fatalf("h1 (IPv4 only) has an established link to h3 (IPv6 only):\n%s", out)
 	}
+	checkMixedLiveness(t, cl)
+}
+
+// falseVerdict matches what a router logs when liveness suspects or
+// declares a peer dead (memberlist's own lines and ours) or closes a
+// connection for it.
+var falseVerdict = regexp.MustCompile(`as failed|has failed, no acks|to=suspect|to=dead|declared dead`)
+
+// mixedWatch is how long TestMixedUnderlay watches for a false verdict
+// after every router saw its family's peers alive: more than memberlist's
+// longest suspicion timeout in a membership of two at our timing (6 x 3 x
+// 400 ms + 400 ms = 7.6 s).
+const mixedWatch = 10 * time.Second
+
+func checkMixedLiveness(t *testing.T, cl *cluster) {
+	t.Helper()
+	cl.waitAlive(1, 2)
+	cl.waitAlive(2, 1)
+	cl.waitAlive(2, 3)
+	cl.waitAlive(3, 2)
+	for i := 1; i <= 3; i++ {
+		cl.waitLogLine(i, "peer liveness changed", "to=alive")
+	}
+	end := time.Now().Add(mixedWatch)
+	for n := 0; time.Now().Before(end); n++ {
+		for i := 1; i <= 3; i++ {
+			if l := cl.logMatches(i, falseVerdict); l != "" {
+				t.Fatalf("h%d's liveness gave a live peer a verdict:\n%s", i, l)
+			}
+		}
+		for _, p := range [][2]int{{2, 1}, {2, 3}, {1, 2}, {3, 2}} {
+			if ok, out, err := cl.establishedTo(p[0], p[1]); !ok {
+				t.Fatalf("h%d's link to h%d is not established (%v):\n%s", p[0], p[1], err, out)
+			}
+		}
+		if n%8 == 0 {
+			for _, p := range [][2]int{{1, 3}, {3, 1}} {
+				if e, ok := cl.livenessView(p[0])[peerName(p[1])]; ok {
+					t.Fatalf("h%d has a liveness verdict on h%d, with no family in common: %+v", p[0], p[1], e)
+				}
+			}
+		}
+		time.Sleep(250 * time.Millisecond) // a watch: every round checks the logs again
+	}
+	pidText, err := os.ReadFile(filepath.Join(cl.host(3).RunDir, "weaver.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var since time.Time
+	netnstest.WaitFor(t, establishTimeout, "h2 sees the killed h3 dead", func() error {
+		e := cl.livenessView(2)[peerName(3)]
+		if e.State != "dead" {
+			return fmt.Errorf("h3 is %q to h2", e.State)
+		}
+		since = e.Since
+		return nil
+	})
+	took := since.Sub(killed)
+	t.Logf("h2 (dual-stack) saw h3 (IPv6 only) dead %v after its SIGKILL", took.Round(time.Millisecond))
+	if took > 10*time.Second {
+		t.Errorf("h2 saw h3 dead %v after the kill, want within 10 s", took)
+	}
+	if e, ok := cl.livenessView(1)[peerName(3)]; ok {
+		t.Errorf("h1 has a liveness verdict on h3, with no family in common: %+v", e)
+	}
+	if l := cl.logMatches(1, falseVerdict); l != "" {
+		t.Errorf("h1's liveness gave a verdict after h3's death:\n%s", l)
+	}
+	if e := cl.livenessView(1)[peerName(2)]; e.State != "alive" {
+		t.Errorf("h2 is %q to h1 after h3's death, want alive", e.State)
+	}
+	if ok, out, err := cl.establishedTo(1, 2); !ok {
+		t.Errorf("h1's link to h2 is not established after h3's death (%v):\n%s", err, out)
+	}
+}
+
+// livenessView is host i's liveness view from weave report (nil when it
+// cannot be read).
+func (cl *cluster) livenessView(i int) map[string]liveEntry {
+	cl.t.Helper()
+	var r livenessReport
+	if err := json.Unmarshal([]byte(cl.weave(i, "report")), &r); err != nil {
+		cl.t.Fatalf("decode weave report of h%d: %v", i, err)
+	}
+	return r.Router.Liveness
+}
+
+// logMatches is the first line of host i's weaver.log that re matches, or "".
+func (cl *cluster) logMatches(i int, re *regexp.Regexp) string {
+	cl.t.Helper()
+	b, err := os.ReadFile(filepath.Join(cl.host(i).RunDir, "weaver.log"))
+	if err != nil {
+		cl.t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if re.MatchString(l) {
+			return l
+		}
+	}
+	return ""
 }
 
 // waitLogLine waits until host i's weaver.log has a line with every one
