@@ -108,6 +108,7 @@ func (m *mixed) await(ctx context.Context, observer, peer int, s State) {
 // (with one membership for all, A and C were marked dead about 2 s after
 // joining).
 func TestMixedFamiliesNoFalseVerdict(t *testing.T) {
+	start := time.Now()
 	m := newMixed(t)
 	ctx := timeout(t, 20*time.Second)
 	for i := range 4 {
@@ -117,6 +118,7 @@ func TestMixedFamiliesNoFalseVerdict(t *testing.T) {
 			}
 		}
 	}
+	t.Logf("all saw their families' peers alive %v after the start", time.Since(start).Round(time.Millisecond))
 	if got := len(m.gs[1].Detectors()); got != 2 {
 		t.Fatalf("a dual-stack router runs %d detectors, want 2", got)
 	}
@@ -180,10 +182,18 @@ func TestMixedFamiliesDeadOnlyWhenEveryFamilySaysSo(t *testing.T) {
 	}
 	killed := time.Now()
 	_ = m.gs[1].Kill()
+	// C is left alone in the IPv6 membership, which still counts D's dead
+	// detector: memberlist expects a confirmation nobody can give and
+	// waits its longest suspicion timeout (6 x 3 x 400 ms = 7.2 s). A and
+	// D (two in a membership: no confirmation expected) take the shortest.
 	for _, i := range []int{0, 2, 3} {
 		m.await(ctx, i, 1, Dead)
-		if took := m.gs[i].Get(name(1)).Since.Sub(killed); took > 10*time.Second {
-			t.Errorf("%s saw B dead %v after the kill", name(i), took)
+		bound := 6 * time.Second
+		if i == 2 {
+			bound = 15 * time.Second
+		}
+		if took := m.gs[i].Get(name(1)).Since.Sub(killed); took > bound {
+			t.Errorf("%s saw B dead %v after the kill, want within %v", name(i), took, bound)
 		} else {
 			t.Logf("%s saw B dead %v after the kill", name(i), took.Round(time.Millisecond))
 		}

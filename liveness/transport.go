@@ -121,12 +121,19 @@ func (d *dualTransport) demux() {
 			return
 		case p := <-d.nt.PacketCh():
 			f := d.fam[family(p.From)]
+			if f.isClosed() {
+				continue
+			}
 			select {
 			case f.packets <- p:
 			case <-f.closed:
 			}
 		case c := <-d.nt.StreamCh():
 			f := d.fam[family(c.RemoteAddr())]
+			if f.isClosed() { // a joiner is refused at once, not left to time out
+				_ = c.Close()
+				continue
+			}
 			select {
 			case f.streams <- c:
 			case <-f.closed:
@@ -177,6 +184,14 @@ func (f *familyTransport) Shutdown() error {
 	var err error
 	f.once.Do(func() {
 		close(f.closed)
+		for drained := false; !drained; { // streams queued for it
+			select {
+			case c := <-f.streams:
+				_ = c.Close()
+			default:
+				drained = true
+			}
+		}
 		if f.d.refs.Add(-1) == 0 {
 			err = f.d.nt.Shutdown() // demux drains the listeners meanwhile
 			close(f.d.stop)
@@ -187,3 +202,12 @@ func (f *familyTransport) Shutdown() error {
 }
 
 func (f *familyTransport) bytesSent() uint64 { return f.sent.Load() }
+
+func (f *familyTransport) isClosed() bool {
+	select {
+	case <-f.closed:
+		return true
+	default:
+		return false
+	}
+}
