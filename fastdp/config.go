@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"github.com/weaveworks/mesh"
@@ -30,6 +31,9 @@ const (
 	// Overhead is what VXLAN over IPv4 adds to a container frame's IP
 	// packet: outer IP 20 + UDP 8 + VXLAN 8 + inner Ethernet 14.
 	Overhead = 50
+	// Overhead6 is the same over an IPv6 underlay: the outer IPv6
+	// header is 40 bytes, so 70 in all.
+	Overhead6 = 70
 	// DefaultMTU is the device MTU when Config.MTU is 0 (1500 - Overhead).
 	DefaultMTU = 1500 - Overhead
 	// DevicePrefix starts the name of every device this package creates.
@@ -45,7 +49,7 @@ type Config struct {
 	Bridge     string // default "weave"
 	BridgePort string // router capture port on the bridge; default "vethwe-bridge"
 	Port       int    // VXLAN UDP port; default 6784
-	MTU        int    // device (= bridge, container) MTU; default 1450
+	MTU        int    // device (= bridge, container) MTU; default 1450 (also on IPv6 links: see OverheadFor)
 	// LocalShortID returns our current mesh short ID (required).
 	LocalShortID func() mesh.PeerShortID
 	Logger       *slog.Logger // default: discard
@@ -102,6 +106,15 @@ func (c Config) Validate() error {
 		return fmt.Errorf("fastdp config: port %d out of range", c.Port)
 	}
 	return nil
+}
+
+// OverheadFor is what VXLAN adds over an underlay address's family:
+// Overhead (50) for IPv4, Overhead6 (70) for IPv6.
+func OverheadFor(addr netip.Addr) int {
+	if addr.Unmap().Is6() {
+		return Overhead6
+	}
+	return Overhead
 }
 
 // minMTU is the smallest device MTU we accept (IPv4 minimum reassembly

@@ -11,8 +11,10 @@
 //	send VNI    = us | P<<12   (per-FDB-entry VNI of the default entry)
 //	dstport 6784 (mesh port + 1), local = our IP of the mesh TCP connection,
 //	no learning in the vxlan device, DF set, TTL 64, MTU = bridge MTU
+//	(over an IPv6 underlay: local6, no DF bit, UDP checksums on)
 //
-// and one default FDB entry 00:00:00:00:00:00 -> P's IP. Every vxw-* port
+// and one default FDB entry 00:00:00:00:00:00 -> P's IP. The connection's
+// family decides the device's: IPv4 and IPv6 links live side by side. Every vxw-* port
 // and vethwe-bridge (the router's capture port) are bridge-isolated, so a
 // frame from a VXLAN port only reaches containers, never the router or
 // another VXLAN port, and frames the router injects never leave through

@@ -52,6 +52,7 @@ func (n *fakeNet) deliver(txVNI uint32, frame []byte) {
 type fakeKernel struct {
 	net      *fakeNet
 	probeErr error
+	addErr   func(VXLANSpec) error // refuses AddVXLAN when it returns an error
 
 	mu    sync.Mutex
 	calls []string
@@ -88,6 +89,11 @@ func (k *fakeKernel) Probe() error {
 
 func (k *fakeKernel) AddVXLAN(s VXLANSpec) error {
 	k.record("%s", s)
+	if k.addErr != nil {
+		if err := k.addErr(s); err != nil {
+			return err
+		}
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if _, ok := k.links[s.Name]; ok {

@@ -40,7 +40,8 @@ type forwarder struct {
 	fdb    FDBEntry
 	uid    uint64
 	send   func(byte, []byte) error
-	fullHB int // 14 + MTU
+	fullHB int  // 14 + MTU
+	ipv6   bool // the link's underlay is IPv6 (outer packet = MTU + Overhead6)
 
 	conn       atomic.Pointer[PacketConn]
 	usable     atomic.Bool
@@ -91,6 +92,7 @@ func newForwarder(o *Overlay, p mesh.OverlayConnectionParams, local, remote neti
 	f := &forwarder{
 		o: o, remote: p.RemotePeer.Name, dev: dev, uid: p.ConnUID, send: p.SendControlMessage,
 		fullHB:   hbHeaderLen + o.cfg.MTU,
+		ipv6:     local.Is6(),
 		spec:     VXLANSpec{Name: dev, Bridge: o.cfg.Bridge, VNI: VNI(them, us), Local: local, Port: o.cfg.Port, MTU: o.cfg.MTU},
 		fdb:      FDBEntry{Dev: dev, Dst: remote, VNI: VNI(us, them)},
 		events:   make(chan event, 64),

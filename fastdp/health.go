@@ -94,7 +94,7 @@ func (f *forwarder) evaluate(now time.Time) {
 		}
 		f.st.established, f.st.healthy = true, true
 		f.setUsable(true)
-		f.log.Info("VXLAN link verified", "mtu", f.o.cfg.MTU)
+		f.log.Info("VXLAN link verified", "mtu", f.o.cfg.MTU, "local", f.spec.Local, "remote", f.fdb.Dst)
 		close(f.estCh)
 		return
 	}
@@ -139,6 +139,10 @@ func (f *forwarder) diagnose(now time.Time) string {
 	case !f.st.established && now.Sub(f.st.start) < timeout && f.st.lastAck.IsZero():
 		return fmt.Sprintf("verifying VXLAN path (UDP %d)", port)
 	case f.fresh(f.st.lastSmallAck, now) && !f.fresh(f.st.lastAck, now):
+		if f.ipv6 {
+			return fmt.Sprintf("MTU too small: full-size VXLAN probe (%d bytes, %d with IPv6 underlay headers) lost, small ones pass",
+				f.fullHB, f.o.cfg.MTU+Overhead6)
+		}
 		return fmt.Sprintf("MTU too small: full-size VXLAN probe (%d bytes) lost, small ones pass", f.fullHB)
 	case !f.fresh(f.st.lastAck, now):
 		return fmt.Sprintf("no VXLAN heartbeat ack for %s: UDP %d blocked or peer unreachable", timeout, port)

@@ -43,12 +43,22 @@ type VXLANSpec struct {
 	Name   string
 	Bridge string     // master bridge
 	VNI    uint32     // receive VNI (what the peer sends us)
-	Local  netip.Addr // our underlay address
+	Local  netip.Addr // our underlay address: IPv4, or IPv6 for an IPv6 link
 	Port   int        // UDP destination port
 	MTU    int
 }
 
+// String renders the spec as the equivalent ip(8) command. Over IPv6 there
+// is no DF bit: IPv6 routers never fragment, and the sending kernel drops
+// (does not fragment) an encapsulated packet above the path MTU, so the
+// full-size heartbeat is still the MTU check (docs/fastdp.md). The UDP
+// checksum stays on over IPv6: zero UDP checksums need both ends to opt
+// in, and middleboxes drop them.
 func (s VXLANSpec) String() string {
+	if s.Local.Is6() {
+		return fmt.Sprintf("link add %s type vxlan id %d local %s dstport %d nolearning ttl 64 udpcsum mtu %d master %s up",
+			s.Name, s.VNI, s.Local, s.Port, s.MTU, s.Bridge)
+	}
 	return fmt.Sprintf("link add %s type vxlan id %d local %s dstport %d nolearning ttl 64 df set noudpcsum mtu %d master %s up",
 		s.Name, s.VNI, s.Local, s.Port, s.MTU, s.Bridge)
 }

@@ -49,7 +49,7 @@ func (netlinkKernel) AddVXLAN(s VXLANSpec) error {
 		return fmt.Errorf("find vxlan device %s: %w", s.Name, err)
 	}
 	if err := netlink.LinkSetUp(l); err != nil {
-		return fmt.Errorf("set vxlan device %s up: %w", s.Name, err)
+		return fmt.Errorf("set vxlan device %s up: %w", s.Name, withErrno(err))
 	}
 	return nil
 }
@@ -68,19 +68,44 @@ func newVXLAN(s VXLANSpec, master int) error {
 	info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("vxlan"))
 	data := info.AddRtAttr(nl.IFLA_INFO_DATA, nil)
 	data.AddRtAttr(unix.IFLA_VXLAN_ID, nl.Uint32Attr(s.VNI))
-	if s.Local.Is4() {
+	v6 := s.Local.Is6()
+	switch {
+	case s.Local.Is4():
 		ip := s.Local.As4()
 		data.AddRtAttr(unix.IFLA_VXLAN_LOCAL, ip[:])
+	case v6:
+		// An IPv6 local address makes the device IPv6: it sends from
+		// the kernel's [::]:port socket (IPV6_V6ONLY, beside the IPv4
+		// one) and takes only IPv6 FDB destinations.
+		ip := s.Local.As16()
+		data.AddRtAttr(unix.IFLA_VXLAN_LOCAL6, ip[:])
 	}
 	port := make([]byte, 2)
 	binary.BigEndian.PutUint16(port, uint16(s.Port))
 	data.AddRtAttr(unix.IFLA_VXLAN_PORT, port)
 	data.AddRtAttr(unix.IFLA_VXLAN_LEARNING, []byte{0})
 	data.AddRtAttr(unix.IFLA_VXLAN_TTL, []byte{64})
-	data.AddRtAttr(unix.IFLA_VXLAN_UDP_CSUM, []byte{0})
-	data.AddRtAttr(unix.IFLA_VXLAN_DF, []byte{1}) // VXLAN_DF_SET
+	if !v6 {
+		// IPv4 only: the outer DF bit and zero UDP checksums. Over IPv6
+		// the checksum stays (see VXLANSpec.String) and there is no DF.
+		data.AddRtAttr(unix.IFLA_VXLAN_UDP_CSUM, []byte{0})
+		data.AddRtAttr(unix.IFLA_VXLAN_DF, []byte{1}) // VXLAN_DF_SET
+	}
 	req.AddData(info)
 	_, err := req.Execute(unix.NETLINK_ROUTE, 0)
+	return withErrno(err)
+}
+
+// withErrno adds the errno's name to a kernel refusal, so that the reason
+// a link shows (its fallback to sleeve) names exactly what the kernel said.
+func withErrno(err error) error {
+	var en unix.Errno
+	if err == nil || !errors.As(err, &en) {
+		return err
+	}
+	if name := unix.ErrnoName(en); name != "" {
+		return fmt.Errorf("%w (%s)", err, name)
+	}
 	return err
 }
 
@@ -147,7 +172,7 @@ func (netlinkKernel) AppendFDB(e FDBEntry) error {
 		IP: net.IP(e.Dst.AsSlice()), HardwareAddr: net.HardwareAddr(e.MAC[:]), VNI: int(e.VNI),
 	}
 	if err := netlink.NeighAppend(n); err != nil {
-		return fmt.Errorf("append fdb entry to %s: %w", e.Dev, err)
+		return fmt.Errorf("append fdb entry to %s: %w", e.Dev, withErrno(err))
 	}
 	return nil
 }

@@ -103,8 +103,9 @@ func (o *Overlay) DisplayName() string { return DisplayName }
 
 // PrepareConnection implements router.Overlay. It refuses (the switch
 // then uses sleeve and shows the error as the fallback reason) when the
-// overlay is disabled, the link is encrypted, or either end lacks an IPv4
-// underlay address.
+// overlay is disabled, the link is encrypted, or the link's underlay
+// addresses cannot carry VXLAN (link-local IPv6). IPv4 and IPv6 links
+// both use it; each device takes its link's family.
 func (o *Overlay) PrepareConnection(p mesh.OverlayConnectionParams) (router.Forwarder, error) {
 	if o.disabled != nil {
 		return nil, o.disabled
@@ -138,9 +139,18 @@ func underlayAddrs(p mesh.OverlayConnectionParams) (local, remote netip.Addr, er
 	}
 	l, ok1 := netip.AddrFromSlice(p.LocalAddr.IP)
 	r, ok2 := netip.AddrFromSlice(p.RemoteAddr.IP)
+	// A dual-stack listener sees IPv4 peers as ::ffff:a.b.c.d.
 	l, r = l.Unmap(), r.Unmap()
-	if !ok1 || !ok2 || !l.Is4() || !r.Is4() {
-		return local, remote, fmt.Errorf("vxlan needs an IPv4 underlay (local %s, remote %s)", p.LocalAddr.IP, p.RemoteAddr.IP)
+	switch {
+	case !ok1 || !ok2 || !l.IsValid() || !r.IsValid():
+		return local, remote, fmt.Errorf("no underlay addresses for vxlan (local %s, remote %s)", p.LocalAddr.IP, p.RemoteAddr.IP)
+	case l.Is4() != r.Is4():
+		return local, remote, fmt.Errorf("vxlan needs one underlay family (local %s, remote %s)", l, r)
+	case l.Is6() && (l.IsLinkLocalUnicast() || r.IsLinkLocalUnicast()):
+		// A link-local VXLAN device must be tied to one interface
+		// (IFLA_VXLAN_LINK); mesh connections over fe80:: are not
+		// something we set up or test.
+		return local, remote, fmt.Errorf("vxlan over a link-local IPv6 underlay is not supported (local %s, remote %s)", p.LocalAddr, p.RemoteAddr)
 	}
 	return l, r, nil
 }

@@ -3,6 +3,7 @@ package fastdp
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -36,9 +37,15 @@ func newTestHost(t *testing.T, n *fakeNet, name mesh.PeerName, short mesh.PeerSh
 
 func newHostWith(t *testing.T, k Kernel, name mesh.PeerName, short mesh.PeerShortID, ip string) *testHost {
 	t.Helper()
+	return newHostMTU(t, k, name, short, ip, 0)
+}
+
+// newHostMTU is newHostWith with a device MTU (0: the default 1450).
+func newHostMTU(t *testing.T, k Kernel, name mesh.PeerName, short mesh.PeerShortID, ip string, mtu int) *testHost {
+	t.Helper()
 	h := &testHost{name: name, short: short, ip: net.ParseIP(ip)}
 	o, err := New(Config{
-		LocalShortID: func() mesh.PeerShortID { return short }, Kernel: k,
+		LocalShortID: func() mesh.PeerShortID { return short }, Kernel: k, MTU: mtu,
 		HeartbeatInterval: 20 * time.Millisecond, FastHeartbeat: 5 * time.Millisecond, HeartbeatTimeout: 150 * time.Millisecond,
 	}, name)
 	if err != nil {
@@ -246,9 +253,14 @@ func TestEncryptedOrDisabledLinksRefused(t *testing.T) {
 		t.Fatalf("encrypted: %v", err)
 	}
 	p.SessionKey = nil
-	p.LocalAddr.IP = net.ParseIP("fd00::1")
-	if _, err := a.o.PrepareConnection(p); err == nil || !strings.Contains(err.Error(), "IPv4") {
-		t.Fatalf("IPv6 underlay: %v", err)
+	for _, c := range []struct{ local, remote, want string }{
+		{"fd00::1", "10.0.0.2", "one underlay family"},
+		{"fe80::1", "fe80::2", "link-local IPv6 underlay is not supported"},
+	} {
+		p.LocalAddr.IP, p.RemoteAddr.IP = net.ParseIP(c.local), net.ParseIP(c.remote)
+		if _, err := a.o.PrepareConnection(p); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("underlay %s -> %s: %v, want %q", c.local, c.remote, err, c.want)
+		}
 	}
 
 	k := newFakeKernel(n)
@@ -321,5 +333,86 @@ func TestHeartbeatRTT(t *testing.T) {
 			t.Fatalf("no heartbeat RTT: %+v", st)
 		}
 		time.Sleep(10 * time.Millisecond) // polling: the RTT comes with the next ack
+	}
+}
+
+// TestKernelStatesIPv6: over an IPv6 underlay the device takes an IPv6
+// local address (no DF, UDP checksums on), the FDB entry an IPv6
+// destination, and the VNIs are those of IPv4 links. An IPv4-mapped
+// address (a dual-stack listener's view of an IPv4 peer) is IPv4.
+func TestKernelStatesIPv6(t *testing.T) {
+	n := newFakeNet()
+	a := newHostMTU(t, newFakeKernel(n), nameA, 1, "fd00::1", 1430)
+	b := newHostMTU(t, newFakeKernel(n), nameB, 2, "fd00::2", 1430)
+	a.k, b.k = a.o.k.(*fakeKernel), b.o.k.(*fakeKernel)
+	a.k.take()
+	fa, fb := connect(t, a, b, 42)
+	await(t, "A established", fa.EstablishedChannel())
+	await(t, "B established", fb.EstablishedChannel())
+	want := []string{
+		"link add vxw-002 type vxlan id 4098 local fd00::1 dstport 6784 nolearning ttl 64 udpcsum mtu 1430 master weave up",
+		"brport vxw-002 isolated on learning off flood off mcast_flood off bcast_flood off",
+		"fdb append 00:00:00:00:00:00 dev vxw-002 dst fd00::2 vni 8193 self permanent",
+		"brport vxw-002 isolated on learning on flood off mcast_flood off bcast_flood off",
+	}
+	if got := a.k.take(); !slices.Equal(got, want) {
+		t.Fatalf("confirm+verify:\n got %q\nwant %q", got, want)
+	}
+	if st := a.o.Status(); len(st.Links) != 1 || st.Links[0].Local != "fd00::1" || st.Links[0].Remote != "fd00::2" {
+		t.Fatalf("status = %+v", st)
+	}
+
+	c := newHostMTU(t, newFakeKernel(n), 0xaa0000000003, 3, "::ffff:10.0.0.3", 0)
+	d := newHostMTU(t, newFakeKernel(n), 0xaa0000000004, 4, "::ffff:10.0.0.4", 0)
+	fc, _ := connect(t, c, d, 43)
+	if fc.spec.Local.String() != "10.0.0.3" || fc.fdb.Dst.String() != "10.0.0.4" || fc.ipv6 {
+		t.Fatalf("IPv4-mapped underlay: local %s, dst %s, ipv6 %v", fc.spec.Local, fc.fdb.Dst, fc.ipv6)
+	}
+}
+
+// TestMTUTooSmallIsDiagnosedIPv6: over IPv6 the reason gives the outer
+// size, 70 bytes above the MTU.
+func TestMTUTooSmallIsDiagnosedIPv6(t *testing.T) {
+	n := newFakeNet()
+	n.setMaxFrame(1000)
+	a := newHostMTU(t, newFakeKernel(n), nameA, 1, "fd00::1", 0)
+	b := newHostMTU(t, newFakeKernel(n), nameB, 2, "fd00::2", 0)
+	fa, _ := connect(t, a, b, 7)
+	want := "MTU too small: full-size VXLAN probe (1464 bytes, 1520 with IPv6 underlay headers) lost, small ones pass"
+	deadline := time.Now().Add(10 * time.Second)
+	for fa.FallbackReason() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("reason = %q, want %q", fa.FallbackReason(), want)
+		}
+		time.Sleep(5 * time.Millisecond) // the reason changes on a timer; no event to await
+	}
+}
+
+func TestOverheadFor(t *testing.T) {
+	for addr, want := range map[string]int{"10.0.0.1": 50, "::ffff:10.0.0.1": 50, "fd00::1": 70} {
+		if got := OverheadFor(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("OverheadFor(%s) = %d, want %d", addr, got, want)
+		}
+	}
+}
+
+// TestKernelRefusalIsTheReason: a kernel that refuses the IPv6 device (the
+// IPv4 one still works) fails that link's forwarder with the refusal,
+// which becomes the fallback reason the switch shows.
+func TestKernelRefusalIsTheReason(t *testing.T) {
+	n := newFakeNet()
+	ka := newFakeKernel(n)
+	ka.addErr = func(s VXLANSpec) error {
+		if s.Local.Is6() {
+			return errors.New("create vxlan device vxw-002: address family not supported by protocol (EAFNOSUPPORT)")
+		}
+		return nil
+	}
+	a := newHostMTU(t, ka, nameA, 1, "fd00::1", 0)
+	b := newHostMTU(t, newFakeKernel(n), nameB, 2, "fd00::2", 0)
+	fa, _ := connect(t, a, b, 9)
+	err := await(t, "A's forwarder error", fa.ErrorChannel())
+	if !strings.Contains(err.Error(), "(EAFNOSUPPORT)") || fa.FallbackReason() != err.Error() {
+		t.Fatalf("error %v, reason %q", err, fa.FallbackReason())
 	}
 }

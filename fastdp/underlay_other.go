@@ -2,5 +2,6 @@
 
 package fastdp
 
-// UnderlayMTU returns 1500 off Linux, where the fast path is unavailable.
-func UnderlayMTU(host string) (int, string) { return 1500, "" }
+// DetectUnderlay returns IPv4 over 1500 off Linux, where the fast path is
+// unavailable.
+func DetectUnderlay(host string) Underlay { return Underlay{MTU: 1500} }

@@ -39,6 +39,10 @@ type Config struct {
 	BindAddr      string // address to listen on; default "0.0.0.0"
 	Port          int    // UDP+TCP port, also the port seeds are joined at; default DefaultPort
 	AdvertiseAddr string // address others reach us at; default: memberlist's choice
+	// AdvertiseAddr6, for NewGroup on a dual-stack host, is our IPv6
+	// address: AdvertiseAddr is then the IPv4 one, and each family gets a
+	// detector of its own on one shared port (Group).
+	AdvertiseAddr6 string
 	// Password, when set, encrypts and authenticates every liveness packet
 	// with a key derived from it; peers with another password are ignored.
 	Password []byte
@@ -50,6 +54,8 @@ type Config struct {
 	// OnChange, when set, is called for every transition, in order, from
 	// one goroutine; it must not block.
 	OnChange func(Change)
+
+	tr transport // set by NewGroup: one family's share of a dual-stack socket pair
 }
 
 func (t *Timing) fill() {

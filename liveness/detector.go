@@ -18,7 +18,7 @@ import (
 type Detector struct {
 	cfg   Config
 	ml    *memberlist.Memberlist
-	tr    *countingTransport
+	tr    transport
 	wake  chan struct{}
 	stop  chan struct{}
 	polls atomic.Uint64 // snapshots taken, for tests
@@ -125,8 +125,10 @@ func New(cfg Config) (*Detector, error) {
 		return nil, err
 	}
 	mc.TCPTimeout = 5 * time.Second
-	if d.tr, err = newCountingTransport(&d.cfg); err != nil {
-		return nil, fmt.Errorf("start liveness: %w", err)
+	if d.tr = cfg.tr; d.tr == nil {
+		if d.tr, err = newCountingTransport(&d.cfg); err != nil {
+			return nil, fmt.Errorf("start liveness: %w", err)
+		}
 	}
 	mc.Transport = d.tr
 	if d.ml, err = memberlist.Create(mc); err != nil {
@@ -154,12 +156,22 @@ func (d *Detector) Close() error {
 	return err
 }
 
+// stopped reports whether Close or Kill was called.
+func (d *Detector) stopped() bool {
+	select {
+	case <-d.stop:
+		return true
+	default:
+		return false
+	}
+}
+
 // Name returns our peer name.
 func (d *Detector) Name() string { return d.cfg.Name }
 
 // PacketBytesSent is how many bytes of UDP packets (probes, acks,
 // gossip) we have sent.
-func (d *Detector) PacketBytesSent() uint64 { return d.tr.sent.Load() }
+func (d *Detector) PacketBytesSent() uint64 { return d.tr.bytesSent() }
 
 // Port returns the port we listen on and join seeds at.
 func (d *Detector) Port() int { return d.cfg.Port }

@@ -2,6 +2,8 @@ package liveness
 
 import (
 	"math/rand/v2"
+	"net"
+	"net/netip"
 	"time"
 )
 
@@ -42,7 +44,7 @@ func (d *Detector) joinSeeds(tries map[string]*try, now time.Time) {
 	seeds := d.cfg.Seeds() // not under d.mu: it reads mesh's status
 	d.mu.Lock()
 	for _, s := range seeds {
-		if s.Name == d.cfg.Name || s.Host == "" {
+		if s.Name == d.cfg.Name || s.Host == "" || !sameFamily(d.cfg.AdvertiseAddr, s.Host) {
 			continue
 		}
 		if st := d.peers[s.Name].State; st == Alive || st == Suspect {
@@ -76,4 +78,25 @@ func (d *Detector) backoff(tr *try, now time.Time) *try {
 	}
 	tr.next = now.Add(tr.backoff)
 	return tr
+}
+
+// sameFamily reports whether seed host (an IP, or host:port) can be
+// joined from a memberlist advertising adv: a memberlist of one family
+// joins only peers of that family, so that every member it learns can be
+// probed (memberlist assumes all can reach all, which a mesh of IPv4-only
+// and IPv6-only hosts cannot give). A host name, or an advertised address
+// that is not an IP, does not filter.
+func sameFamily(adv, host string) bool {
+	a, err := netip.ParseAddr(adv)
+	if err != nil {
+		return true
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	b, err := netip.ParseAddr(host)
+	if err != nil {
+		return true
+	}
+	return a.Unmap().Is4() == b.Unmap().Is4()
 }

@@ -2,6 +2,7 @@ package liveness
 
 import (
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,17 +50,32 @@ func MeshSeeds(r *mesh.Router) func() []Seed {
 	}
 }
 
+// statusSeeds lists each peer once per underlay family it is seen at (the
+// first address of that family): a detector joins a peer only at an
+// address of its own family (sameFamily), and a dual-stack peer has one
+// of each. In a mesh of one family that is one seed per peer.
 func statusSeeds(r *mesh.Router) []Seed {
 	st := mesh.NewStatus(r)
-	seen := map[string]bool{st.Name: true}
+	type key struct {
+		name string
+		v4   bool
+	}
+	seen := map[key]bool{}
 	var out []Seed
 	for _, p := range st.Peers {
 		for _, c := range p.Connections {
 			host, _, err := net.SplitHostPort(c.Address)
-			if err != nil || seen[c.Name] || host == "" {
+			if err != nil || c.Name == st.Name || host == "" {
 				continue
 			}
-			seen[c.Name] = true
+			k := key{c.Name, true}
+			if a, err := netip.ParseAddr(host); err == nil {
+				k.v4 = a.Unmap().Is4()
+			}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
 			out = append(out, Seed{Name: c.Name, Host: host})
 		}
 	}

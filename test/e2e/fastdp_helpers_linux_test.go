@@ -1,11 +1,17 @@
 package e2e
 
 import (
+	"crypto/rand"
+	"crypto/sha256"
 	"fmt"
+	"io"
+	"net"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/seedf75a49c6/weave/internal/netns"
 	"github.com/seedf75a49c6/weave/internal/netnstest"
 )
 
@@ -125,4 +131,72 @@ func (cl *cluster) vxlanDevices(i int) string {
 		cl.t.Fatal(err)
 	}
 	return strings.TrimSpace(out)
+}
+
+// vxlanDetails is `ip -d -o link show type vxlan` on host i (devices with
+// their local addresses).
+func (cl *cluster) vxlanDetails(i int) string {
+	cl.t.Helper()
+	out, err := netnstest.Output(cl.host(i).NS, "ip", "-d", "-o", "link", "show", "type", "vxlan")
+	if err != nil {
+		cl.t.Fatal(err)
+	}
+	return out
+}
+
+// tcpTransfer sends n random bytes over TCP from container i to container
+// j (a listener in cJ's namespace, a dial from cI's) and checks that they
+// all arrive unchanged.
+func (cl *cluster) tcpTransfer(i, j, n int) {
+	cl.t.Helper()
+	var ln net.Listener
+	err := netns.Do(netnstest.NSPath(cl.container(j).NS), func() (err error) {
+		ln, err = net.Listen("tcp4", net.JoinHostPort(cl.container(j).IP(), "0"))
+		return err
+	})
+	if err != nil {
+		cl.t.Fatalf("listen in c%d: %v", j, err)
+	}
+	defer ln.Close()
+	type result struct {
+		n   int64
+		sum [32]byte
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(pingTimeout))
+		h := sha256.New()
+		m, err := io.Copy(h, c)
+		var r result
+		r.n, r.err = m, err
+		copy(r.sum[:], h.Sum(nil))
+		got <- r
+	}()
+	data := make([]byte, n)
+	_, _ = rand.Read(data)
+	var c net.Conn
+	err = netns.Do(netnstest.NSPath(cl.container(i).NS), func() (err error) {
+		c, err = net.DialTimeout("tcp4", ln.Addr().String(), pingTimeout)
+		return err
+	})
+	if err != nil {
+		cl.t.Fatalf("dial c%d -> c%d: %v", i, j, err)
+	}
+	_ = c.SetDeadline(time.Now().Add(pingTimeout))
+	_, err = c.Write(data)
+	_ = c.Close()
+	if err != nil {
+		cl.t.Fatalf("TCP c%d -> c%d: write: %v", i, j, err)
+	}
+	r := <-got
+	if r.err != nil || r.n != int64(n) || r.sum != sha256.Sum256(data) {
+		cl.t.Fatalf("TCP c%d -> c%d: received %d of %d bytes (err %v), intact %v", i, j, r.n, n, r.err, r.sum == sha256.Sum256(data))
+	}
 }

@@ -33,9 +33,9 @@ type backend struct {
 	// weaveDNS; both nil with --no-dns
 	dns       *dns.Nameserver
 	dnsServer *dns.Server
-	live      atomic.Pointer[liveness.Detector] // nil with --no-liveness
-	nicks     sync.Map                          // peer name -> nickname, for liveness status
-	page      *pageState                        // link summaries for the status page (page.go)
+	live      atomic.Pointer[liveness.Group] // nil with --no-liveness
+	nicks     sync.Map                       // peer name -> nickname, for liveness status
+	page      *pageState                     // link summaries for the status page (page.go)
 	// proxyAddrs are the Docker API proxy's listen addresses (nil when off);
 	// set at start-up while the HTTP API already answers
 	proxyAddrs atomic.Pointer[[]string]

@@ -53,7 +53,7 @@ type Config struct {
 	MetricsAddr        string         // --metrics-addr: /metrics (and the read-only API); "" = off
 	NoMasqLocal        bool           // --no-masq-local: traffic to this peer's own ranges is not masqueraded (runNoMasqLocal)
 	Bridge             string         // --weave-bridge: default "weave"
-	MTU                int            // --mtu: bridge MTU; 0 = underlay MTU - 50 (fast path) or 65535 (--no-fastdp)
+	MTU                int            // --mtu: bridge MTU; 0 = underlay MTU - 50 (fast path; - 70 over an IPv6 underlay) or 65535 (--no-fastdp)
 	LogLevel           string         // --log-level: debug, info, warning, error; default info
 	PktDebug           bool           // --pkt-debug: per-frame debug logs
 	// SleeveFraming (--sleeve-framing) is what sleeve offers our own

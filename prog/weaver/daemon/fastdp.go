@@ -25,14 +25,19 @@ func (d *daemon) bridgeMTU() int {
 }
 
 // vxlanMTU is the MTU of the fast path's devices: --mtu, else the underlay
-// MTU minus the VXLAN overhead.
+// MTU minus the VXLAN overhead of the underlay's family (50 over IPv4, 70
+// over IPv6: an IPv6 --host, or a host with no IPv4 address).
 func (d *daemon) vxlanMTU() int {
 	if d.cfg.MTU != 0 {
 		return d.cfg.MTU
 	}
-	mtu, iface := fastdp.UnderlayMTU(d.cfg.Host)
-	d.log.Info("VXLAN MTU from the underlay", "iface", iface, "underlay_mtu", mtu, "mtu", mtu-fastdp.Overhead)
-	return mtu - fastdp.Overhead
+	u := fastdp.DetectUnderlay(d.cfg.Host)
+	family := "ipv4"
+	if u.IPv6 {
+		family = "ipv6"
+	}
+	d.log.Info("VXLAN MTU from the underlay", "iface", u.Iface, "family", family, "underlay_mtu", u.MTU, "mtu", u.OverlayMTU())
+	return u.OverlayMTU()
 }
 
 // meshRef lets the fast path read our short ID from the mesh router,

@@ -9,7 +9,7 @@ import (
 )
 
 func TestBridgeMTU(t *testing.T) {
-	underlay, _ := fastdp.UnderlayMTU("")
+	underlay := fastdp.DetectUnderlay("").OverlayMTU()
 	for _, c := range []struct {
 		name     string
 		mtu      int
@@ -22,10 +22,10 @@ func TestBridgeMTU(t *testing.T) {
 		{"--mtu wins without fastdp", 9000, true, "", nil, 9000},
 		{"--mtu wins with a password", 1400, false, "pw", nil, 1400},
 		{"sleeve only keeps jumbo bridge", 0, true, "", nil, SleeveBridgeMTU},
-		{"fast path: underlay minus VXLAN overhead", 0, false, "", nil, underlay - fastdp.Overhead},
+		{"fast path: underlay minus VXLAN overhead", 0, false, "", nil, underlay},
 		{"password, no trusted subnets: all links sleeve", 0, false, "pw", nil, SleeveBridgeMTU},
 		{"password with trusted subnets: some links may use vxlan", 0, false, "pw",
-			[]netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")}, underlay - fastdp.Overhead},
+			[]netip.Prefix{netip.MustParsePrefix("192.168.0.0/16")}, underlay},
 	} {
 		d := &daemon{cfg: Config{MTU: c.mtu, NoFastDP: c.noFastDP, Password: c.password, TrustedSubnets: c.trusted},
 			log: slog.New(slog.DiscardHandler)}
@@ -49,13 +49,13 @@ func TestFastPathDisabledByFlag(t *testing.T) {
 // sized for sleeve (password, no trusted subnets): a 65535 VXLAN MTU is
 // invalid and would disable the fast path and its status reasons.
 func TestVXLANMTUIndependentOfBridge(t *testing.T) {
-	underlay, _ := fastdp.UnderlayMTU("")
+	underlay := fastdp.DetectUnderlay("").OverlayMTU()
 	d := &daemon{cfg: Config{Password: "pw"}, log: slog.New(slog.DiscardHandler)}
 	if got := d.bridgeMTU(); got != SleeveBridgeMTU {
 		t.Fatalf("bridgeMTU = %d, want %d", got, SleeveBridgeMTU)
 	}
-	if got := d.vxlanMTU(); got != underlay-fastdp.Overhead {
-		t.Fatalf("vxlanMTU = %d, want %d", got, underlay-fastdp.Overhead)
+	if got := d.vxlanMTU(); got != underlay {
+		t.Fatalf("vxlanMTU = %d, want %d", got, underlay)
 	}
 	d.cfg.MTU = 1400
 	if got := d.vxlanMTU(); got != 1400 {

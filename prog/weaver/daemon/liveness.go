@@ -41,7 +41,19 @@ func (d *daemon) startLiveness(ctx context.Context, b *backend) error {
 	if c.Password != "" {
 		lc.Password = []byte(c.Password)
 	}
-	det, err := liveness.New(lc)
+	// A dual-stack host (no --host) is a member of each family's liveness
+	// membership: an IPv6-only peer cannot probe our IPv4 address, nor an
+	// IPv4-only one our IPv6 address (docs/liveness.md, "Mixed underlay
+	// families").
+	if c.Host == "" && isIPv4(adv) {
+		lc.AdvertiseAddr6 = advertiseAddr6(c)
+	}
+	det, err := liveness.NewGroup(lc)
+	if err != nil && lc.AdvertiseAddr6 != "" {
+		d.log.Warn("liveness runs over IPv4 only: cannot listen for both families", "port", c.LivenessPort, "err", err)
+		lc.AdvertiseAddr6 = ""
+		det, err = liveness.NewGroup(lc)
+	}
 	if err != nil { // the router runs on without it, as with --no-liveness
 		d.log.Warn("liveness is off: dead peers are found by mesh's heartbeats only (fix --liveness-port or --host, or pass --no-liveness)",
 			"port", c.LivenessPort, "err", err)
@@ -106,6 +118,39 @@ func firstUsableAddr(addrs []net.Addr, v6 bool) string {
 	return ""
 }
 
+// advertiseAddr6 is, on a host whose liveness advertises an IPv4 address,
+// its IPv6 address for the IPv6 membership: the source address towards
+// the first initial peer reachable over IPv6 (a literal or a name with an
+// AAAA record), else that of the IPv6 default route, else the first
+// global IPv6 address; "" when the host has none (IPv6 disabled, or
+// link-local only): then it is a member of the IPv4 membership only.
+func advertiseAddr6(c Config) string {
+	for _, p := range c.Peers {
+		host := strings.TrimSuffix(strings.TrimPrefix(p, "["), "]")
+		if h, _, err := net.SplitHostPort(p); err == nil {
+			host = h
+		}
+		if ip := sourceAddrVia("udp6", host, c.Port); usableIPv6(ip) {
+			return ip
+		}
+	}
+	if ip := sourceAddrVia("udp6", "2001:db8::1", c.Port); usableIPv6(ip) {
+		return ip
+	}
+	addrs, _ := net.InterfaceAddrs()
+	return firstUsableAddr(addrs, true)
+}
+
+func usableIPv6(s string) bool {
+	a, err := netip.ParseAddr(s)
+	return err == nil && a.Is6() && !a.Is4In6() && a.IsGlobalUnicast()
+}
+
+func isIPv4(s string) bool {
+	a, err := netip.ParseAddr(s)
+	return err == nil && a.Unmap().Is4()
+}
+
 // livenessBind is where liveness listens: --host when given, else every
 // address of the advertised address's family ("::" takes IPv4 too).
 func livenessBind(host, adv string) string {
@@ -117,8 +162,12 @@ func livenessBind(host, adv string) string {
 
 // sourceAddrTowards is the local address the kernel would use to reach
 // host (a route lookup through a UDP connect; no packet is sent), or "".
-func sourceAddrTowards(host string, port int) string {
-	conn, err := net.Dial("udp", net.JoinHostPort(host, strconv.Itoa(port)))
+func sourceAddrTowards(host string, port int) string { return sourceAddrVia("udp", host, port) }
+
+// sourceAddrVia is sourceAddrTowards over network "udp", "udp4" or "udp6"
+// (which resolves host to that family only).
+func sourceAddrVia(network, host string, port int) string {
+	conn, err := net.Dial(network, net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		return ""
 	}

@@ -79,3 +79,48 @@ func TestAdvertiseAddrWithoutDefaultRoute(t *testing.T) {
 		t.Errorf("advertiseAddr with a public IPv4 address and no default route = %q, want it", got)
 	}
 }
+
+// TestAdvertiseAddr6OnDualStackHost: a host with IPv4 and a global IPv6
+// address advertises the IPv6 one to the IPv6 liveness membership (the
+// source address towards an IPv6 peer, else its global address); one with
+// only a link-local IPv6 address, or an IPv6 peer it has no route to,
+// has none, and is in the IPv4 membership only.
+func TestAdvertiseAddr6OnDualStackHost(t *testing.T) {
+	netnstest.RequireTools(t, "ip")
+	name, path := netnstest.NewNS(t)
+	adv6 := func(peers ...string) (got string) {
+		t.Helper()
+		if err := netns.Do(path, func() error { got = advertiseAddr6(Config{Port: 6783, Peers: peers}); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	for _, args := range [][]string{
+		{"link", "set", "lo", "up"},
+		{"link", "add", "up0", "type", "veth", "peer", "name", "up1"},
+		{"addr", "add", "10.9.0.2/24", "dev", "up0"},
+		{"addr", "add", "fe80::7/64", "dev", "up0", "nodad"},
+		{"link", "set", "up0", "up"}, {"link", "set", "up1", "up"},
+	} {
+		if out, err := exec.Command("ip", append([]string{"-n", name}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	if got := adv6("10.9.0.1"); got != "" {
+		t.Errorf("advertiseAddr6 with only a link-local IPv6 address = %q, want none", got)
+	}
+	for _, args := range [][]string{
+		{"addr", "add", "fd00:9::2/64", "dev", "up0", "nodad"},
+		{"addr", "add", "fd00:8::2/64", "dev", "up0", "nodad"},
+	} {
+		if out, err := exec.Command("ip", append([]string{"-n", name}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	if got := adv6("10.9.0.1", "[fd00:8::1]:6783"); got != "fd00:8::2" {
+		t.Errorf("advertiseAddr6 towards an IPv6 peer = %q, want the source address fd00:8::2", got)
+	}
+	if got := adv6("10.9.0.1"); got != "fd00:9::2" && got != "fd00:8::2" {
+		t.Errorf("advertiseAddr6 with no IPv6 peer = %q, want a global address of the host", got)
+	}
+}
