@@ -247,10 +247,18 @@ func (d *Detector) Transitions(s State) uint64 {
 
 // Await blocks until peer is in state s or ctx ends.
 func (d *Detector) Await(ctx context.Context, peer string, s State) error {
-	for {
+	return await(ctx, peer, s, func() (State, chan struct{}) {
 		d.mu.Lock()
-		cur, ch := d.peers[peer].State, d.changed
-		d.mu.Unlock()
+		defer d.mu.Unlock()
+		return d.peers[peer].State, d.changed
+	})
+}
+
+// await blocks until snap's state is s or ctx ends; snap returns the
+// state and the channel closed at its next change, read together.
+func await(ctx context.Context, peer string, s State, snap func() (State, chan struct{})) error {
+	for {
+		cur, ch := snap()
 		if cur == s {
 			return nil
 		}

@@ -213,19 +213,11 @@ func (g *Group) Await(ctx context.Context, peer string, s State) error {
 	if d := g.one(); d != nil {
 		return d.Await(ctx, peer, s)
 	}
-	for {
+	return await(ctx, peer, s, func() (State, chan struct{}) {
 		g.mu.Lock()
-		cur, ch := g.peers[peer].State, g.changed
-		g.mu.Unlock()
-		if cur == s {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("await %s %s (is %s): %w", peer, s, cur, ctx.Err())
-		}
-	}
+		defer g.mu.Unlock()
+		return g.peers[peer].State, g.changed
+	})
 }
 
 // Close leaves every membership and stops. Idempotent.
