@@ -114,6 +114,7 @@ type Overlay struct {
 		msg        rxMsg // recvmsg state (Linux)
 	}
 	busy    busypoll.Window
+	batch   batchState            // send batching (batch.go)
 	raw     syscall.RawConn       // of socks.main
 	ownPoll func() bool           // bound once: pollOwn, for the busy-poll loop
 	readFn  func(fd uintptr) bool // bound once: readAndHandle

@@ -100,6 +100,9 @@ func isGSOUnsupported(err error) bool {
 	return errors.Is(err, unix.EIO) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOPROTOOPT)
 }
 
+// isInvalid reports EINVAL (e.g. a GSO segment longer than the device MTU).
+func isInvalid(err error) bool { return errors.Is(err, unix.EINVAL) }
+
 func listenUDP(v6 bool, host string, port, pmtudisc int) (*net.UDPConn, error) {
 	network, level, opt := "udp4", unix.IPPROTO_IP, unix.IP_MTU_DISCOVER
 	if v6 { // IPV6_PMTUDISC_DONT/DO have the IPv4 constants' values

@@ -256,3 +256,70 @@ func BenchmarkReadPath(b *testing.B) {
 		b.Logf("only %d of %d frames arrived (socket buffer drops)", count, b.N)
 	}
 }
+
+// TestBatchBracketsEveryFrame: with SetBatch, every handled frame lies
+// inside a begin/end pair (none is handled outside one, so nothing a handler
+// holds back waits for a later frame), pairs never nest, a burst queued
+// before Run starts comes in batches of at most maxBatch frames, and the
+// last batch ends once the socket is drained, without a further frame.
+func TestBatchBracketsEveryFrame(t *testing.T) {
+	nsPath, a, b := vethPair(t)
+	ha, hb := openIn(t, nsPath, a), openIn(t, nsPath, b)
+	type ev struct {
+		kind byte // 'b' begin, 'f' frame, 'e' end
+		seq  uint32
+	}
+	evs := make(chan ev, 4096)
+	hb.SetBatch(func() { evs <- ev{kind: 'b'} }, func() { evs <- ev{kind: 'e'} })
+	const n = 100 // more than maxBatch
+	for i := range uint32(n) {
+		if err := ha.InjectFrame(testFrame('B', i)); err != nil {
+			t.Fatalf("inject on %s: %v", a, err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- hb.Run(func(frame []byte) {
+			if len(frame) >= 19 && binary.BigEndian.Uint16(frame[12:14]) == testEtherType {
+				evs <- ev{kind: 'f', seq: binary.BigEndian.Uint32(frame[15:19])}
+			}
+		})
+	}()
+	t.Cleanup(func() { hb.Close(); <-done })
+	open, inBatch, next, batches := false, 0, uint32(0), 0
+	deadline := time.After(10 * time.Second)
+	for next < n || open {
+		select {
+		case e := <-evs:
+			switch e.kind {
+			case 'b':
+				if open {
+					t.Fatal("begin inside an open batch")
+				}
+				open, inBatch = true, 0
+				batches++
+			case 'e':
+				if !open {
+					t.Fatal("end without a begin")
+				}
+				open = false
+			case 'f':
+				if !open {
+					t.Fatalf("frame %d handled outside a batch", e.seq)
+				}
+				if e.seq != next {
+					t.Fatalf("frame %d, want %d", e.seq, next)
+				}
+				next++
+				if inBatch++; inBatch > maxBatch {
+					t.Fatalf("batch of more than %d frames", maxBatch)
+				}
+			}
+		case <-deadline:
+			t.Fatalf("after 10s: %d of %d frames, batch open %v", next, n, open)
+		}
+	}
+	if batches < 2 || batches > n/2 {
+		t.Errorf("%d frames queued before Run came in %d batches, want 2 (maxBatch %d) to a few", n, batches, maxBatch)
+	}
+}

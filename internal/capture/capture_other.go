@@ -30,3 +30,6 @@ func (h *Handle) PollOnce() bool { return false }
 
 // SetBusyPoll does nothing outside Linux.
 func (h *Handle) SetBusyPoll(d time.Duration, peer func() bool, tok *atomic.Bool) {}
+
+// SetBatch is a no-op on this platform.
+func (h *Handle) SetBatch(begin, end func()) {}
