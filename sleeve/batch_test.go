@@ -214,3 +214,47 @@ func TestBatchedSendDoesNotAllocate(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchedRunsReachOurRouter: between two of our overlays (segmented
+// framing negotiated, the receiver with UDP_GRO), the frames of
+// a batch, runs of equal sizes and a short last, arrive whole and in order.
+func TestBatchedRunsReachOurRouter(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		key  *[32]byte
+	}{{"plain", nil}, {"encrypted", &testKey}} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkGoroutines(t)
+			hb := newFakeHandler()
+			oa := newConfiguredOverlay(t, peerA, newFakeHandler(), Config{Timing: fastTiming})
+			ob := newConfiguredOverlay(t, peerB, hb, Config{Timing: fastTiming})
+			fa, fb := pairFeatures(t, oa, ob, tc.key, overlayFeatures(oa), overlayFeatures(ob))
+			fa.Confirm()
+			fb.Confirm()
+			awaitClosed(t, fa.EstablishedChannel(), "A established")
+			awaitSegments(t, fa)
+			var frames [][]byte
+			for i := range 50 {
+				n := 1200
+				if i == 29 || i == 49 {
+					n = 90 // a short last closes a run
+				}
+				fr := ipv4Frame(n, true, 0)
+				fr[ethHeaderLen+20] = byte(i)
+				frames = append(frames, fr)
+			}
+			oa.BeginBatch()
+			for i, fr := range frames {
+				if err := fa.Forward(peerA, peerB, fr); err != nil {
+					t.Fatalf("forward %d: %v", i, err)
+				}
+			}
+			oa.EndBatch()
+			for i, want := range frames {
+				if got := hb.await(t); !bytes.Equal(got.frame, want) {
+					t.Fatalf("frame %d: %d bytes (tag %d), want %d", i, len(got.frame), got.frame[ethHeaderLen+20], len(want))
+				}
+			}
+		})
+	}
+}

@@ -272,14 +272,14 @@ func (o *Overlay) receiveLocked(fd int) bool {
 		o.rxErrors.Add(1)
 		return true
 	}
-	if seg <= 0 || seg >= n {
-		o.handleDatagram(o.rx.buf[:n], from, o.rx.plain)
-		return true
+	for p := o.rx.buf[:n]; ; {
+		var d []byte
+		d, p = splitGRO(p, seg)
+		o.handleDatagram(d, from, o.rx.plain)
+		if len(p) == 0 {
+			return true
+		}
 	}
-	for off := 0; off < n; off += seg { // UDP GRO: equal datagrams, the last maybe shorter
-		o.handleDatagram(o.rx.buf[off:min(off+seg, n)], from, o.rx.plain)
-	}
-	return true
 }
 
 // rxMsg is the reusable state of recvmsg(2) on the main socket: with
