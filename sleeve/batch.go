@@ -124,6 +124,16 @@ func (f *forwarder) deferLocked(ch *channel, conn *net.UDPConn, ap netip.AddrPor
 	return true
 }
 
+// flushRuns sends the runs of both datagram channels, so that a frame sent
+// another way (segmented framing) does not overtake them.
+func (f *forwarder) flushRuns() {
+	for _, ch := range []*channel{&f.dfCh, &f.nonDFCh} {
+		ch.mu.Lock()
+		f.flushRunLocked(ch)
+		ch.mu.Unlock()
+	}
+}
+
 // flushRunLocked sends ch's run, if any; ch.mu is held. Errors are
 // counted, as for unbatched sends; EMSGSIZE on the DF channel restarts
 // path-MTU discovery.

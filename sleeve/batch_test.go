@@ -217,7 +217,8 @@ func TestBatchedSendDoesNotAllocate(t *testing.T) {
 
 // TestBatchedRunsReachOurRouter: between two of our overlays (segmented
 // framing negotiated, the receiver with UDP_GRO), the frames of
-// a batch, runs of equal sizes and a short last, arrive whole and in order.
+// a batch, runs of equal sizes and a short last, arrive whole and in order,
+// and a frame sent as segments after one held back arrives after it.
 func TestBatchedRunsReachOurRouter(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -233,6 +234,7 @@ func TestBatchedRunsReachOurRouter(t *testing.T) {
 			fb.Confirm()
 			awaitClosed(t, fa.EstablishedChannel(), "A established")
 			awaitSegments(t, fa)
+			fa.(*forwarder).mtu.Store(int32(1500 - 28 - segOverhead(tc.key))) // bigger frames go as segments
 			var frames [][]byte
 			for i := range 50 {
 				n := 1200
@@ -250,6 +252,16 @@ func TestBatchedRunsReachOurRouter(t *testing.T) {
 				}
 			}
 			oa.EndBatch()
+			// A frame sent as segments does not overtake one held back.
+			small, big := ipv4Frame(300, true, 0), ipv4Frame(20000, true, 0)
+			oa.BeginBatch()
+			for _, fr := range [][]byte{small, big} {
+				if err := fa.Forward(peerA, peerB, fr); err != nil {
+					t.Fatal(err)
+				}
+			}
+			oa.EndBatch()
+			frames = append(frames, small, big)
 			for i, want := range frames {
 				if got := hb.await(t); !bytes.Equal(got.frame, want) {
 					t.Fatalf("frame %d: %d bytes (tag %d), want %d", i, len(got.frame), got.frame[ethHeaderLen+20], len(want))

@@ -228,6 +228,7 @@ func (f *forwarder) forwardSegmented(src, dst mesh.PeerName, frame []byte) error
 		return nil
 	}
 	segSize := f.segmentSize(int(f.mtu.Load()))
+	f.flushRuns() // frames held back for a batch leave before this one
 	c := &f.segCh
 	c.Lock()
 	defer c.Unlock()
