@@ -54,3 +54,37 @@ func TestWireBatch(t *testing.T) {
 		t.Error("batch hooks set with no batching overlay")
 	}
 }
+
+// sourceOverlay is a fakeOverlay whose receive loop frames bursts.
+type sourceOverlay struct {
+	*fakeOverlay
+	begin, end func()
+}
+
+func (o *sourceOverlay) SetBatch(begin, end func()) { o.begin, o.end = begin, end }
+
+// batchingInjector is a fakeInjector that counts its batches.
+type batchingInjector struct {
+	fakeInjector
+	begun, ended int
+}
+
+func (i *batchingInjector) BeginBatch() { i.begun++ }
+func (i *batchingInjector) EndBatch()   { i.ended++ }
+
+// TestWireInjectBatch: an overlay's receive bursts open and close the
+// injector's batch.
+func TestWireInjectBatch(t *testing.T) {
+	s := &sourceOverlay{fakeOverlay: &fakeOverlay{name: "source"}}
+	r := NewNetworkRouter(Config{}, &fakeOverlay{name: "plain"}, s)
+	inj := &batchingInjector{}
+	r.wireBatch(inj)
+	if s.begin == nil || s.end == nil {
+		t.Fatal("no batch hooks set on the overlay")
+	}
+	s.begin()
+	s.end()
+	if inj.begun != 1 || inj.ended != 1 {
+		t.Errorf("injector begun %d ended %d, want 1 and 1", inj.begun, inj.ended)
+	}
+}

@@ -194,3 +194,30 @@ func (f *forwarder) sendEach(ch *channel, run []byte, frames int) {
 	}
 	f.cnt.TxFrames.Add(uint64(frames))
 }
+
+// maxRxBatch bounds the datagrams of one receive batch, so that frames
+// held back by the injector wait for at most this many datagrams.
+const maxRxBatch = 64
+
+// SetBatch makes the receive loop's handling a batch of the injector's:
+// begin is called before the first datagram of a burst is handled and end
+// once no datagram is waiting (or after maxRxBatch), so the injector can
+// write a burst's frames together (capture.Handle: one sendmmsg). Call
+// before traffic flows; nil turns it off.
+func (o *Overlay) SetBatch(begin, end func()) {
+	o.rx.Lock()
+	defer o.rx.Unlock()
+	o.endRxBatchLocked()
+	if begin == nil || end == nil {
+		begin, end = nil, nil
+	}
+	o.rx.batch.begin, o.rx.batch.end = begin, end
+}
+
+// endRxBatchLocked closes the open receive batch, if any; o.rx is held.
+func (o *Overlay) endRxBatchLocked() {
+	if b := &o.rx.batch; b.open {
+		b.open = false
+		b.end()
+	}
+}

@@ -270,3 +270,57 @@ func TestBatchedRunsReachOurRouter(t *testing.T) {
 		})
 	}
 }
+
+// evHandler records every forwarded frame as an event, beside the batch
+// events of SetBatch.
+type evHandler struct{ evs chan byte }
+
+func (h *evHandler) HandleForwarded(_, _ mesh.PeerName, _ []byte) { h.evs <- 'f' }
+
+// TestReceiveBatchBracketsEveryFrame: with SetBatch, every frame the
+// receive loop hands on lies inside a begin/end pair of the injector's,
+// pairs do not nest, and the last batch ends once the burst is drained.
+func TestReceiveBatchBracketsEveryFrame(t *testing.T) {
+	checkGoroutines(t)
+	h := &evHandler{evs: make(chan byte, 4096)}
+	oa := newConfiguredOverlay(t, peerA, newFakeHandler(), Config{Timing: fastTiming})
+	ob := newConfiguredOverlay(t, peerB, h, Config{Timing: fastTiming})
+	ob.SetBatch(func() { h.evs <- 'b' }, func() { h.evs <- 'e' })
+	fa, fb := pairFeatures(t, oa, ob, &testKey, overlayFeatures(oa), overlayFeatures(ob))
+	fa.Confirm()
+	fb.Confirm()
+	awaitClosed(t, fa.EstablishedChannel(), "A established")
+	awaitSegments(t, fa)
+	const n = 200
+	frame := ipv4Frame(600, true, 0)
+	oa.BeginBatch() // runs of up to 64: GRO receives of many datagrams
+	for range n {
+		if err := fa.Forward(peerA, peerB, frame); err != nil {
+			t.Fatal(err)
+		}
+	}
+	oa.EndBatch()
+	open, frames := false, 0
+	deadline := time.After(10 * time.Second)
+	for frames < n || open {
+		select {
+		case e := <-h.evs:
+			switch {
+			case e == 'b' && open:
+				t.Fatal("begin inside an open batch")
+			case e == 'e' && !open:
+				t.Fatal("end without a begin")
+			case e == 'f' && !open:
+				t.Fatalf("frame %d handled outside a batch", frames)
+			}
+			switch e {
+			case 'b', 'e':
+				open = e == 'b'
+			case 'f':
+				frames++
+			}
+		case <-deadline:
+			t.Fatalf("after 10s: %d of %d frames, batch open %v", frames, n, open)
+		}
+	}
+}

@@ -112,6 +112,11 @@ type Overlay struct {
 		buf, plain []byte
 		polled     bool  // result of the last pollCtl
 		msg        rxMsg // recvmsg state (Linux)
+		batch      struct {
+			begin, end func() // the injector's batch (SetBatch)
+			open       bool
+			n          int // datagrams handled in the open batch
+		}
 	}
 	busy    busypoll.Window
 	batch   batchState            // send batching (batch.go)

@@ -267,19 +267,30 @@ func (o *Overlay) receiveLocked(fd int) bool {
 	n, seg, from, err := o.rx.msg.recv(fd, o.rx.buf)
 	switch {
 	case errors.Is(err, unix.EAGAIN):
+		o.endRxBatchLocked()
 		return false
 	case err != nil: // e.g. ECONNREFUSED from an earlier send: reported once
 		o.rxErrors.Add(1)
 		return true
 	}
+	b := &o.rx.batch
+	if !b.open && b.begin != nil {
+		b.begin()
+		b.open, b.n = true, 0
+	}
 	for p := o.rx.buf[:n]; ; {
 		var d []byte
 		d, p = splitGRO(p, seg)
 		o.handleDatagram(d, from, o.rx.plain)
+		b.n++
 		if len(p) == 0 {
-			return true
+			break
 		}
 	}
+	if b.open && b.n >= maxRxBatch {
+		o.endRxBatchLocked()
+	}
+	return true
 }
 
 // rxMsg is the reusable state of recvmsg(2) on the main socket: with

@@ -7,6 +7,8 @@
 #   fastdp   weave with its VXLAN fast path (docs/fastdp.md), no password
 #   fdp-ct   fastdp with conntrack left on for the VXLAN UDP flow (the
 #            router's raw-table NOTRACK jumps deleted): what NOTRACK buys
+#   plain-nb, crypt-nb  (not in the default list) plain / crypt with
+#            --busy-poll=0
 #   plain-j, crypt-j  (not in the default list) plain / crypt with
 #            --sleeve-framing=jumbo: the round-1 framing (one IP-fragmented
 #            64 KiB datagram per frame), for the A/B against segments
@@ -456,6 +458,7 @@ for s in $SCENARIOS; do
 	crypt) say "scenario crypt: weave sleeve, --password"; setup_weave --password "$PASSWORD" ;;
 	plain-j) say "scenario plain-j: weave sleeve, jumbo framing"; setup_weave --sleeve-framing=jumbo ;;
 	crypt-nb) say "scenario crypt-nb: weave sleeve, --password, --busy-poll=0"; setup_weave --password "$PASSWORD" --busy-poll=0 ;;
+	plain-nb) say "scenario plain-nb: weave sleeve, --busy-poll=0"; setup_weave --busy-poll=0 ;;
 	crypt-j) say "scenario crypt-j: weave sleeve, --password, jumbo framing"; setup_weave --password "$PASSWORD" --sleeve-framing=jumbo ;;
 	fastdp) say "scenario fastdp: weave VXLAN fast path"; setup_fastdp ;;
 	fdp-ct) say "scenario fdp-ct: fastdp with conntrack on for its UDP"; setup_fastdp_ct ;;

@@ -56,7 +56,9 @@ type Handle struct {
 		frame []byte
 		err   error
 		fn    func(fd uintptr) bool
+		batch injectBatch // batched injects (inject_batch_linux.go)
 	}
+	injectErrors atomic.Uint64
 
 	stats struct { // accumulated PACKET_STATISTICS (the kernel resets on read)
 		sync.Mutex
@@ -90,6 +92,7 @@ func Open(ifname string) (*Handle, error) {
 	h.ownPoll = func() bool { return h.tryHandle(h.fd, false) != readNone }
 	h.pollCtl = func(fd uintptr) { h.rx.polled = h.handleLocked(int(fd)) }
 	h.write.fn = h.writeOnce
+	h.write.batch.fn = h.sendmmsgOnce
 	return h, nil
 }
 
@@ -290,6 +293,9 @@ type reader struct {
 func (h *Handle) InjectFrame(frame []byte) error {
 	h.write.Lock()
 	defer h.write.Unlock()
+	if h.write.batch.depth > 0 && h.holdLocked(frame) {
+		return nil
+	}
 	h.write.frame, h.write.err = frame, nil
 	err := h.rc.Write(h.write.fn)
 	h.write.frame = nil

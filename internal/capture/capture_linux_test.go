@@ -323,3 +323,73 @@ func TestBatchBracketsEveryFrame(t *testing.T) {
 		t.Errorf("%d frames queued before Run came in %d batches, want 2 (maxBatch %d) to a few", n, batches, maxBatch)
 	}
 }
+
+// TestBatchedInjects: frames injected inside a batch are held until it
+// ends and then all arrive, in order, with frames too big to hold (written
+// at once) and more frames than one sendmmsg takes among them; outside a
+// batch a frame is written at once; InjectErrors stays 0.
+func TestBatchedInjects(t *testing.T) {
+	nsPath, a, b := vethPair(t)
+	if err := netns.Do(nsPath, func() error { // room for the big frames
+		for _, n := range []string{a, b} {
+			l, err := netlink.LinkByName(n)
+			if err != nil {
+				return err
+			}
+			if err := netlink.LinkSetMTU(l, 65535); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ha, hb := openIn(t, nsPath, a), openIn(t, nsPath, b)
+	framesB, _ := collector(t, hb)
+	var want [][]byte
+	for i := range uint32(3*maxInjectBatch + 5) {
+		f := testFrame('I', i)
+		if i%50 == 7 { // bigger than maxHeldFrame: written at once, after the held ones
+			f = append(f, make([]byte, maxHeldFrame)...)
+		}
+		want = append(want, f)
+	}
+	ha.BeginBatch()
+	ha.BeginBatch() // batches nest
+	for i, f := range want[:10] {
+		if err := ha.InjectFrame(f); err != nil {
+			t.Fatalf("inject %d: %v", i, err)
+		}
+	}
+	ha.EndBatch() // still inside the outer batch: frame 7 (big) alone has left
+	got := await(t, framesB)
+	if binary.BigEndian.Uint32(got[15:19]) != 0 {
+		t.Fatalf("first frame on %s is %d: the held ones must leave before the big one", b, binary.BigEndian.Uint32(got[15:19]))
+	}
+	// Frames 0-6 were written when the big frame 7 came; 8 and 9 are held.
+	for i := 1; i < 8; i++ {
+		if g := await(t, framesB); !bytes.Equal(g, want[i]) {
+			t.Fatalf("frame %d: % x", i, g[:20])
+		}
+	}
+	for i, f := range want[10:] {
+		if err := ha.InjectFrame(f); err != nil {
+			t.Fatalf("inject %d: %v", 10+i, err)
+		}
+	}
+	ha.EndBatch()
+	for i := 8; i < len(want); i++ {
+		if g := await(t, framesB); !bytes.Equal(g, want[i]) {
+			t.Fatalf("frame %d of %d: got seq %d, %d bytes", i, len(want), binary.BigEndian.Uint32(g[15:19]), len(g))
+		}
+	}
+	if err := ha.InjectFrame(testFrame('J', 0)); err != nil {
+		t.Fatal(err)
+	}
+	if g := await(t, framesB); g[14] != 'J' {
+		t.Fatal("a frame injected outside a batch did not arrive")
+	}
+	if n := ha.InjectErrors(); n != 0 {
+		t.Errorf("InjectErrors = %d", n)
+	}
+}
