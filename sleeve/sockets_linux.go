@@ -247,6 +247,7 @@ func (o *Overlay) receiveLoop6(raw syscall.RawConn) {
 // that is ready, then busy-polls (see SetBusyPoll); false asks the
 // netpoller to wait.
 func (o *Overlay) readAndHandle(fd uintptr) bool {
+	o.busy.Woke()
 	for !o.closed.Load() {
 		o.rx.Lock()
 		got := o.receiveLocked(int(fd))

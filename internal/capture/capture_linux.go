@@ -160,6 +160,7 @@ func (h *Handle) Run(fn func(frame []byte)) error {
 // is ready, then busy-polls (see SetBusyPoll) before it returns false,
 // which asks the netpoller to wait. true means a read error is in h.rx.r.err.
 func (h *Handle) readAndHandle(fd uintptr) bool {
+	h.busy.Woke()
 	for {
 		if h.closed.Load() {
 			return true
