@@ -149,7 +149,7 @@ func (f *forwarder) flushRunLocked(ch *channel) {
 		_, err = r.conn.WriteToUDPAddrPort(run, r.to)
 	} else {
 		_, _, err = r.conn.WriteMsgUDPAddrPort(run, r.oob.set(r.size), r.to)
-		if err != nil && isGSOUnsupported(err) {
+		if err != nil && (isGSOUnsupported(err) || isMsgTooBig(err)) {
 			f.gsoRefused(ch, err)
 			f.sendEach(ch, run, frames)
 			return
@@ -165,13 +165,17 @@ func (f *forwarder) flushRunLocked(ch *channel) {
 	f.cnt.TxFrames.Add(uint64(frames))
 }
 
-// gsoRefused reacts to a refused GSO send of ch's run: EINVAL means these
-// segments are too long for the device (so shorter ones may still
-// batch); anything else means the path takes no GSO sends at all.
+// gsoRefused reacts to a refused GSO send of ch's run: EMSGSIZE or EINVAL
+// means these segments are longer than the device or path takes (so
+// shorter ones may still batch; sent alone, non-DF ones are fragmented and
+// DF ones fail as they would unbatched); anything else means the path
+// takes no GSO sends at all.
 func (f *forwarder) gsoRefused(ch *channel, err error) {
 	r := &ch.run
-	if isInvalid(err) && r.size > 1 {
-		r.maxSize = r.size - 1
+	if (isInvalid(err) || isMsgTooBig(err)) && r.size > 1 {
+		// Longer than the device takes: hold at most what the verified
+		// path MTU allows (or, unverified, anything shorter than this).
+		r.maxSize = min(r.size-1, max(f.segmentSize(int(f.mtu.Load())), 1))
 		return
 	}
 	if !f.o.batch.off.Swap(true) {
@@ -212,6 +216,13 @@ func (o *Overlay) SetBatch(begin, end func()) {
 		begin, end = nil, nil
 	}
 	o.rx.batch.begin, o.rx.batch.end = begin, end
+}
+
+// closeRxBatch closes the open receive batch, if any (a receive loop ends).
+func (o *Overlay) closeRxBatch() {
+	o.rx.Lock()
+	defer o.rx.Unlock()
+	o.endRxBatchLocked()
 }
 
 // endRxBatchLocked closes the open receive batch, if any; o.rx is held.

@@ -214,6 +214,7 @@ func isMsgTooBig(err error) bool { return errors.Is(err, unix.EMSGSIZE) }
 // receiveLoop receives and handles datagrams until the socket is closed.
 func (o *Overlay) receiveLoop() {
 	defer o.wg.Done()
+	defer o.closeRxBatch() // never leave the injector's batch open
 	for {
 		if err := o.raw.Read(o.readFn); err != nil || o.closed.Load() {
 			return // only a closed socket fails the poller wait
@@ -225,6 +226,7 @@ func (o *Overlay) receiveLoop() {
 // IPv4 one; it shares the rx lock and buffers but does not busy-poll.
 func (o *Overlay) receiveLoop6(raw syscall.RawConn) {
 	defer o.wg.Done()
+	defer o.closeRxBatch()
 	read := func(fd uintptr) bool {
 		for !o.closed.Load() {
 			o.rx.Lock()
