@@ -69,7 +69,9 @@ type NetworkRouter struct {
 	sw  *OverlaySwitch
 	mac *macCache
 
-	pollers []BusyPoller // overlays with their own receive loop
+	pollers  []BusyPoller  // overlays with their own receive loop
+	batchers []Batcher     // overlays that can hold sends back for a batch
+	sources  []BatchSource // overlays whose receive loop frames bursts
 
 	dead   atomic.Pointer[deadSet] // peers liveness declared dead (dead_peers.go)
 	deadMu sync.Mutex              // serialises SetPeerDead
@@ -102,6 +104,12 @@ func NewNetworkRouter(cfg Config, overlays ...Overlay) *NetworkRouter {
 		if p, ok := o.(BusyPoller); ok {
 			r.pollers = append(r.pollers, p)
 		}
+		if b, ok := o.(Batcher); ok {
+			r.batchers = append(r.batchers, b)
+		}
+		if s, ok := o.(BatchSource); ok {
+			r.sources = append(r.sources, s)
+		}
 	}
 	return r
 }
@@ -126,6 +134,7 @@ func (r *NetworkRouter) Start(m *mesh.Router, inj Injector) {
 	r.bound.Store(&binding{mesh: m, routes: m.Routes, ourself: m.Ourself.Name, inj: inj})
 	m.Peers.OnGC(r.peerGone)
 	r.wireBusyPoll(inj)
+	r.wireBatch(inj)
 	r.lifecycle.wg.Add(1)
 	go r.expireLoop(r.lifecycle.stop)
 }
@@ -165,6 +174,50 @@ func (r *NetworkRouter) wireBusyPoll(inj Injector) {
 		}
 		return did
 	}, tok)
+}
+
+// Batcher is an overlay or an Injector that can hold back what it sends
+// while a batch is open and send it together when the batch ends (sleeve:
+// runs of datagrams as one UDP GSO send; the capture socket: injects as one
+// sendmmsg).
+type Batcher interface {
+	BeginBatch()
+	EndBatch()
+}
+
+// BatchSource is an Injector or an overlay whose receive loop handles
+// frames in bursts and says where each starts and ends (the capture
+// socket, the sleeve's UDP receive loop).
+type BatchSource interface {
+	SetBatch(begin, end func())
+}
+
+// wireBatch makes each burst of captured frames a batch of every Batcher
+// overlay, and each burst an overlay receives a batch of the injector's.
+func (r *NetworkRouter) wireBatch(inj Injector) {
+	if b, ok := inj.(Batcher); ok {
+		for _, s := range r.sources {
+			s.SetBatch(b.BeginBatch, b.EndBatch)
+		}
+	}
+	src, ok := inj.(BatchSource)
+	if !ok || len(r.batchers) == 0 {
+		return
+	}
+	if len(r.batchers) == 1 {
+		src.SetBatch(r.batchers[0].BeginBatch, r.batchers[0].EndBatch)
+		return
+	}
+	bs := r.batchers
+	src.SetBatch(func() {
+		for _, b := range bs {
+			b.BeginBatch()
+		}
+	}, func() {
+		for _, b := range bs {
+			b.EndBatch()
+		}
+	})
 }
 
 // binding is what Start ties the router to.

@@ -33,6 +33,7 @@ type channel struct {
 	mu  sync.Mutex
 	enc *Encoder
 	df  bool
+	run txRun // datagrams held back while a batch is open (batch.go)
 }
 
 // ipv4Header inspects an Ethernet frame; ok is false unless it carries a
@@ -121,6 +122,13 @@ func (f *forwarder) writeLocked(ch *channel, d []byte) error {
 	conn := s.main
 	if ch.df {
 		conn = s.df
+	}
+	if s.gso && f.o.batch.depth.Load() > 0 && !f.o.batch.off.Load() {
+		if f.deferLocked(ch, conn, *ap, d) {
+			return nil
+		}
+	} else {
+		f.flushRunLocked(ch) // keep the channel's order
 	}
 	if _, err := conn.WriteToUDPAddrPort(d, *ap); err != nil {
 		f.cnt.TxErrors.Add(1)
@@ -220,6 +228,7 @@ func (f *forwarder) forwardSegmented(src, dst mesh.PeerName, frame []byte) error
 		return nil
 	}
 	segSize := f.segmentSize(int(f.mtu.Load()))
+	f.flushRuns() // frames held back for a batch leave before this one
 	c := &f.segCh
 	c.Lock()
 	defer c.Unlock()

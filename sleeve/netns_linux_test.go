@@ -320,3 +320,101 @@ func TestNetnsSegments(t *testing.T) {
 		})
 	}
 }
+
+// listenInNetns opens a UDP socket on addr inside netns ns.
+func listenInNetns(t *testing.T, ns, addr string) *net.UDPConn {
+	t.Helper()
+	type result struct {
+		c   *net.UDPConn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // discarded with the goroutine, still in ns
+		fd, err := unix.Open("/var/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			ch <- result{err: err}
+			return
+		}
+		defer unix.Close(fd)
+		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			ch <- result{err: err}
+			return
+		}
+		a, err := net.ResolveUDPAddr("udp4", addr)
+		if err != nil {
+			ch <- result{err: err}
+			return
+		}
+		c, err := net.ListenUDP("udp4", a)
+		ch <- result{c, err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		t.Fatalf("listen in %s: %v", ns, r.err)
+	}
+	t.Cleanup(func() { r.c.Close() })
+	return r.c
+}
+
+// TestBatchedRunOverMTUFallsBack: a run of datagrams longer than the
+// underlay MTU (non-DF, which the kernel fragments) is refused as a GSO
+// send (EMSGSIZE here; EINVAL on some kernels); its datagrams are then sent one by one and all arrive,
+// later datagrams that long are not held at all, and shorter ones still
+// leave as runs.
+func TestBatchedRunOverMTUFallsBack(t *testing.T) {
+	requireRoot(t)
+	checkGoroutines(t)
+	nsA, nsB := twoHosts(t)
+	o := overlayInNetns(t, nsA, "192.168.251.1", peerA, newFakeHandler(), Config{Timing: fastTiming})
+	sink := listenInNetns(t, nsB, "192.168.251.2:0")
+	fw, err := o.PrepareConnection(mesh.OverlayConnectionParams{
+		RemotePeer: &mesh.Peer{Name: peerB}, Outbound: true, ConnUID: 1,
+		RemoteAddr: &net.TCPAddr{IP: net.IPv4(192, 168, 251, 2), Port: sink.LocalAddr().(*net.UDPAddr).Port},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fw.Stop()
+	f := fw.(*forwarder)
+	f.established.Store(true)
+	f.mtu.Store(1400)
+	read := sinkReader(t, sink, nil)
+	frame := func(n int, tag byte) []byte { // not IPv4: the non-DF channel
+		fr := make([]byte, n)
+		copy(fr, testFrame)
+		fr[n-1] = tag
+		return fr
+	}
+	batch := func(n, size int, tag byte) {
+		t.Helper()
+		o.BeginBatch()
+		for i := range n {
+			if err := f.Forward(peerA, peerB, frame(size, tag+byte(i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		o.EndBatch()
+		for i := range n {
+			if _, got := read(); len(got) != size || got[size-1] != tag+byte(i) {
+				t.Fatalf("size %d, datagram %d: got %d bytes, tag %d", size, i, len(got), got[len(got)-1])
+			}
+		}
+	}
+	batch(3, 2000, 10) // 2020-byte datagrams on a 1500-byte veth: refused, sent one by one
+	if r := f.nonDFCh.run.maxSize; r == 0 || r >= 2000 {
+		t.Fatalf("after the refusal datagrams up to %d bytes are held", r)
+	}
+	if f.o.batch.off.Load() {
+		t.Fatal("an EINVAL refusal turned batching off for the whole overlay")
+	}
+	before := f.cnt.TxDatagrams.Load()
+	batch(3, 2000, 20) // not held now: sent at once
+	batch(5, 1200, 30) // fits the MTU: still a run
+	if got := f.cnt.TxDatagrams.Load() - before; got != 8 {
+		t.Errorf("TxDatagrams +%d, want 8", got)
+	}
+	if n := f.cnt.TxErrors.Load(); n != 0 {
+		t.Errorf("TxErrors %d", n)
+	}
+}

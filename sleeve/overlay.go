@@ -112,8 +112,14 @@ type Overlay struct {
 		buf, plain []byte
 		polled     bool  // result of the last pollCtl
 		msg        rxMsg // recvmsg state (Linux)
+		batch      struct {
+			begin, end func() // the injector's batch (SetBatch)
+			open       bool
+			n          int // datagrams handled in the open batch
+		}
 	}
 	busy    busypoll.Window
+	batch   batchState            // send batching (batch.go)
 	raw     syscall.RawConn       // of socks.main
 	ownPoll func() bool           // bound once: pollOwn, for the busy-poll loop
 	readFn  func(fd uintptr) bool // bound once: readAndHandle

@@ -44,3 +44,15 @@ func (o *Overlay) socketsFor(remote netip.Addr) *sockets {
 	}
 	return nil
 }
+
+// splitGRO splits the first datagram off p, what one receive returned:
+// with UDP_GRO (seg > 0, the segment size the kernel reported) several
+// datagrams of one sender back to back, each seg bytes but the last, which
+// may be shorter. seg <= 0, or not less than len(p), means p is one
+// datagram (possibly empty). rest is empty after the last.
+func splitGRO(p []byte, seg int) (d, rest []byte) {
+	if seg <= 0 || seg >= len(p) {
+		return p, nil
+	}
+	return p[:seg], p[seg:]
+}

@@ -100,6 +100,9 @@ func isGSOUnsupported(err error) bool {
 	return errors.Is(err, unix.EIO) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOPROTOOPT)
 }
 
+// isInvalid reports EINVAL (e.g. a GSO segment longer than the device MTU).
+func isInvalid(err error) bool { return errors.Is(err, unix.EINVAL) }
+
 func listenUDP(v6 bool, host string, port, pmtudisc int) (*net.UDPConn, error) {
 	network, level, opt := "udp4", unix.IPPROTO_IP, unix.IP_MTU_DISCOVER
 	if v6 { // IPV6_PMTUDISC_DONT/DO have the IPv4 constants' values
@@ -211,6 +214,7 @@ func isMsgTooBig(err error) bool { return errors.Is(err, unix.EMSGSIZE) }
 // receiveLoop receives and handles datagrams until the socket is closed.
 func (o *Overlay) receiveLoop() {
 	defer o.wg.Done()
+	defer o.closeRxBatch() // never leave the injector's batch open
 	for {
 		if err := o.raw.Read(o.readFn); err != nil || o.closed.Load() {
 			return // only a closed socket fails the poller wait
@@ -222,6 +226,7 @@ func (o *Overlay) receiveLoop() {
 // IPv4 one; it shares the rx lock and buffers but does not busy-poll.
 func (o *Overlay) receiveLoop6(raw syscall.RawConn) {
 	defer o.wg.Done()
+	defer o.closeRxBatch()
 	read := func(fd uintptr) bool {
 		for !o.closed.Load() {
 			o.rx.Lock()
@@ -244,6 +249,7 @@ func (o *Overlay) receiveLoop6(raw syscall.RawConn) {
 // that is ready, then busy-polls (see SetBusyPoll); false asks the
 // netpoller to wait.
 func (o *Overlay) readAndHandle(fd uintptr) bool {
+	o.busy.Woke()
 	for !o.closed.Load() {
 		o.rx.Lock()
 		got := o.receiveLocked(int(fd))
@@ -264,17 +270,28 @@ func (o *Overlay) receiveLocked(fd int) bool {
 	n, seg, from, err := o.rx.msg.recv(fd, o.rx.buf)
 	switch {
 	case errors.Is(err, unix.EAGAIN):
+		o.endRxBatchLocked()
 		return false
 	case err != nil: // e.g. ECONNREFUSED from an earlier send: reported once
 		o.rxErrors.Add(1)
 		return true
 	}
-	if seg <= 0 || seg >= n {
-		o.handleDatagram(o.rx.buf[:n], from, o.rx.plain)
-		return true
+	b := &o.rx.batch
+	if !b.open && b.begin != nil {
+		b.begin()
+		b.open, b.n = true, 0
 	}
-	for off := 0; off < n; off += seg { // UDP GRO: equal datagrams, the last maybe shorter
-		o.handleDatagram(o.rx.buf[off:min(off+seg, n)], from, o.rx.plain)
+	for p := o.rx.buf[:n]; ; {
+		var d []byte
+		d, p = splitGRO(p, seg)
+		o.handleDatagram(d, from, o.rx.plain)
+		b.n++
+		if len(p) == 0 {
+			break
+		}
+	}
+	if b.open && b.n >= maxRxBatch {
+		o.endRxBatchLocked()
 	}
 	return true
 }

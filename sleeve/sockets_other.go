@@ -70,5 +70,7 @@ func (c *gsoControl) set(int) []byte { return nil }
 
 func isGSOUnsupported(error) bool { return true }
 
+func isInvalid(error) bool { return false }
+
 // rxMsg is unused outside Linux.
 type rxMsg struct{}

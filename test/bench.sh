@@ -7,6 +7,8 @@
 #   fastdp   weave with its VXLAN fast path (docs/fastdp.md), no password
 #   fdp-ct   fastdp with conntrack left on for the VXLAN UDP flow (the
 #            router's raw-table NOTRACK jumps deleted): what NOTRACK buys
+#   plain-nb, crypt-nb  (not in the default list) plain / crypt with
+#            --busy-poll=0
 #   plain-j, crypt-j  (not in the default list) plain / crypt with
 #            --sleeve-framing=jumbo: the round-1 framing (one IP-fragmented
 #            64 KiB datagram per frame), for the A/B against segments
@@ -44,6 +46,8 @@
 #              UDP_RATES ["1G 5G"] UDP_LEN [1400] UDP_SECONDS [5] IDLE_SECONDS [5]
 #              PPS_LADDER ["10000 14000 20000 28000 40000 56000 80000 112000 160000 224000 320000"] PPS_SECONDS [2]
 #              CNI_BENCH [1] CNI_N [40] CNI_REPS [9] CNI_PLUGINS [/usr/lib/cni or /opt/cni/bin]
+#              PARTS ["tcp udp pps ping"]: the measurements each scenario runs (e.g.
+#              PARTS="udp pps" for quick interleaved A/Bs of the packet path)
 #              PERF_DIR [""]: a directory; when set, each scenario also runs one
 #              TCP and one UDP-1G iperf3 under `perf record -a -g` and writes
 #              <scenario>-tcp.txt / <scenario>-udp.txt (flat profile, both cores)
@@ -56,6 +60,7 @@ PASSWORD=${PASSWORD:-bench-password}; GO_BENCH=${GO_BENCH:-1}; BENCHTIME=${BENCH
 SCENARIOS=${SCENARIOS-direct vxlan fastdp fdp-ct plain crypt wg}
 WG_VERSION=${WG_VERSION:-v0.0.0-20260522210424-ecfc5a8d5446}
 PERF_DIR=${PERF_DIR:-}
+PARTS=${PARTS:-tcp udp pps ping}
 PPS_LADDER=${PPS_LADDER:-10000 14000 20000 28000 40000 56000 80000 112000 160000 224000 320000}; PPS_SECONDS=${PPS_SECONDS:-2}
 CNI_BENCH=${CNI_BENCH:-1}; CNI_N=${CNI_N:-40}; CNI_REPS=${CNI_REPS:-9}
 CNI_PLUGINS=${CNI_PLUGINS:-$([ -x /usr/lib/cni/bridge ] && echo /usr/lib/cni || echo /opt/cni/bin)}
@@ -229,6 +234,8 @@ router_ticks() { # summed utime+stime of both routers, in clock ticks
 	echo "$t"
 }
 
+has_part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
+
 median() { sort -g | awk '{a[NR]=$1} END{ if(NR==0) print "NA"; else if(NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2 }'; }
 
 measure() {
@@ -241,23 +248,28 @@ measure() {
 	spid=$!
 	n=0; until nsx "$P-c2" sh -c 'ss -ltn | grep -q ":5201 "'; do n=$((n + 1)); [ "$n" -le 40 ] || die "iperf3 server"; sleep 0.25; done
 	c0=$(router_ticks); t0=$(date +%s%N)
-	for r in $(seq 1 "$REPS"); do
+	for r in $(has_part tcp && seq 1 "$REPS"); do
 		say "$label: iperf3 TCP rep $r/$REPS (${DURATION}s)"
 		timeout $((DURATION + 20)) ip netns exec "$P-c1" iperf3 -c 10.2.1.2 -p 5201 -t "$DURATION" -f m \
 			| awk '/receiver/{print $(NF-2)}' >> "$TMP/$label.tcp" || true
 	done
 	c1=$(router_ticks); t1=$(date +%s%N)
 	[ "$c0" = 0 ] && [ "$c1" = 0 ] && CPU[$label]="-"
-	say "$label: iperf3 TCP -P 4 (${DURATION}s)"
-	TCP4[$label]=$(timeout $((DURATION + 20)) ip netns exec "$P-c1" iperf3 -c 10.2.1.2 -p 5201 -P 4 -t "$DURATION" -f m \
-		| awk '/SUM.*receiver/{print $(NF-2)}')
+	TCP4[$label]=NA
+	if has_part tcp; then
+		say "$label: iperf3 TCP -P 4 (${DURATION}s)"
+		TCP4[$label]=$(timeout $((DURATION + 20)) ip netns exec "$P-c1" iperf3 -c 10.2.1.2 -p 5201 -P 4 -t "$DURATION" -f m \
+			| awk '/SUM.*receiver/{print $(NF-2)}')
+	fi
 	TCP4[$label]=${TCP4[$label]:-NA}
-	measure_udp "$label"
-	measure_pps "$label"
+	! has_part udp || measure_udp "$label"
+	! has_part pps || measure_pps "$label"
 	[ -z "$PERF_DIR" ] || profile "$label"
 	kill "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true
-	TCP[$label]=$(median < "$TMP/$label.tcp")
+	touch "$TMP/$label.tcp"; TCP[$label]=$(median < "$TMP/$label.tcp")
+	has_part tcp || CPU[$label]="-"
 	[ -n "${CPU[$label]:-}" ] || CPU[$label]=$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v ns=$((t1 - t0)) 'BEGIN{printf "%.0f", d/hz/(ns/1e9)*100}')
+	has_part ping || { RTT[$label]=NA MED[$label]=NA; return 0; }
 	say "$label: ping -c $PING_COUNT -i $PING_INTERVAL"
 	nsx "$P-c1" ping -c "$PING_COUNT" -i "$PING_INTERVAL" -W 2 10.2.1.2 > "$TMP/$label.ping" || true
 	RTT[$label]=$(awk -F'[/ ]+' '/^rtt/{print $8}' "$TMP/$label.ping")
@@ -446,6 +458,7 @@ for s in $SCENARIOS; do
 	crypt) say "scenario crypt: weave sleeve, --password"; setup_weave --password "$PASSWORD" ;;
 	plain-j) say "scenario plain-j: weave sleeve, jumbo framing"; setup_weave --sleeve-framing=jumbo ;;
 	crypt-nb) say "scenario crypt-nb: weave sleeve, --password, --busy-poll=0"; setup_weave --password "$PASSWORD" --busy-poll=0 ;;
+	plain-nb) say "scenario plain-nb: weave sleeve, --busy-poll=0"; setup_weave --busy-poll=0 ;;
 	crypt-j) say "scenario crypt-j: weave sleeve, --password, jumbo framing"; setup_weave --password "$PASSWORD" --sleeve-framing=jumbo ;;
 	fastdp) say "scenario fastdp: weave VXLAN fast path"; setup_fastdp ;;
 	fdp-ct) say "scenario fdp-ct: fastdp with conntrack on for its UDP"; setup_fastdp_ct ;;

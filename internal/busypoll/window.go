@@ -18,6 +18,28 @@ type Window struct {
 	last int64                       // when the loop last went to sleep (UnixNano); only its own goroutine uses it
 	tok  atomic.Pointer[atomic.Bool] // held by the one loop of the pair that spins
 	peer atomic.Pointer[func() bool] // the other loop's PollOnce, or nil
+	// woke is when the loop last woke from the netpoller (Woke; 0: the loop
+	// does not call Woke) and wokeIdle whether that sleep lasted MinIdleGap
+	// or more. Only the loop's own goroutine uses them.
+	woke     int64
+	wokeIdle bool
+}
+
+// MaxSpinStreak bounds how long after its wake-up a burst may still be
+// polled: a request and its reply fit well within it, while steady traffic
+// that began after a pause goes back to sleeping and waking after it,
+// instead of keeping the loop spinning (and a core busy) for as long as
+// frames keep coming.
+const MaxSpinStreak = time.Millisecond
+
+// Woke tells the window that the loop has just woken from the netpoller (a
+// burst begins). A loop that calls it spins only within MaxSpinStreak of a
+// wake-up that followed a sleep of MinIdleGap or more; without it, the gap
+// is measured from the last sleep to the end of the burst.
+func (b *Window) Woke() {
+	now := time.Now().UnixNano()
+	b.wokeIdle = now-b.last >= int64(MinIdleGap)
+	b.woke = now
 }
 
 // MinIdleGap: a loop spins only after a burst that followed at least this
@@ -48,6 +70,9 @@ func (b *Window) Spin(own func() bool, stop *atomic.Bool) (more bool) {
 	}
 	now := time.Now()
 	idle := now.UnixNano()-b.last >= int64(MinIdleGap)
+	if b.woke != 0 {
+		idle = b.wokeIdle && now.UnixNano()-b.woke < int64(MaxSpinStreak)
+	}
 	defer func() {
 		if !more { // the loop goes to sleep
 			b.last = time.Now().UnixNano()

@@ -57,3 +57,30 @@ func TestBusyPollSpin(t *testing.T) {
 		t.Fatalf("stop: %d polls, token still held %v", n, tok.Load())
 	}
 }
+
+// TestSpinStreakAfterWake: with Woke, a loop spins only after a wake-up
+// that followed MinIdleGap of sleep, and only within MaxSpinStreak of it.
+func TestSpinStreakAfterWake(t *testing.T) {
+	var stop atomic.Bool
+	var b Window
+	b.Set(100*time.Microsecond, nil, nil)
+	b.Woke() // the first wake: no sleep before it counts as idle (last is 0)
+	polls := 0
+	b.Spin(func() bool { polls++; return false }, &stop)
+	if polls == 0 {
+		t.Fatal("no spin after an idle wake-up")
+	}
+	b.Woke() // straight after going to sleep: a busy link
+	if b.Spin(func() bool { t.Fatal("spun after a short sleep"); return false }, &stop) {
+		t.Fatal("reported work")
+	}
+	time.Sleep(MinIdleGap + time.Millisecond) // an idle pause (no event to await: the rule is about time)
+	b.Woke()
+	if !b.Spin(func() bool { return true }, &stop) {
+		t.Fatal("no spin right after an idle wake-up")
+	}
+	time.Sleep(MaxSpinStreak + time.Millisecond) // the burst goes on past the streak
+	if b.Spin(func() bool { t.Fatal("spun past MaxSpinStreak"); return false }, &stop) {
+		t.Fatal("reported work")
+	}
+}

@@ -40,6 +40,11 @@ type Handle struct {
 		r      reader
 		fn     func(frame []byte) // Run's handler, for PollOnce
 		polled readResult         // result of the last pollCtl
+		batch  struct {           // see SetBatch
+			begin, end func()
+			open       bool
+			frames     int
+		}
 	}
 	busy    busypoll.Window
 	fd      int           // the raw socket, for the busy-poll loop
@@ -51,7 +56,9 @@ type Handle struct {
 		frame []byte
 		err   error
 		fn    func(fd uintptr) bool
+		batch injectBatch // batched injects (inject_batch_linux.go)
 	}
+	injectErrors atomic.Uint64
 
 	stats struct { // accumulated PACKET_STATISTICS (the kernel resets on read)
 		sync.Mutex
@@ -85,6 +92,7 @@ func Open(ifname string) (*Handle, error) {
 	h.ownPoll = func() bool { return h.tryHandle(h.fd, false) != readNone }
 	h.pollCtl = func(fd uintptr) { h.rx.polled = h.handleLocked(int(fd)) }
 	h.write.fn = h.writeOnce
+	h.write.batch.fn = h.sendmmsgOnce
 	return h, nil
 }
 
@@ -126,7 +134,7 @@ func (h *Handle) Run(fn func(frame []byte)) error {
 	}
 	h.rx.fn = fn
 	h.rx.Unlock()
-	defer func() { h.rx.Lock(); h.rx.fn = nil; h.rx.Unlock() }()
+	defer func() { h.rx.Lock(); h.endBatchLocked(); h.rx.fn = nil; h.rx.Unlock() }()
 	readFn := h.readAndHandle // bound once: no allocation per frame
 	for {
 		var err error
@@ -152,6 +160,7 @@ func (h *Handle) Run(fn func(frame []byte)) error {
 // is ready, then busy-polls (see SetBusyPoll) before it returns false,
 // which asks the netpoller to wait. true means a read error is in h.rx.r.err.
 func (h *Handle) readAndHandle(fd uintptr) bool {
+	h.busy.Woke()
 	for {
 		if h.closed.Load() {
 			return true
@@ -198,15 +207,53 @@ func (h *Handle) handleLocked(fd int) readResult {
 	n, err := unix.Read(fd, r.buf)
 	switch {
 	case errors.Is(err, unix.EAGAIN):
+		h.endBatchLocked()
 		return readNone
 	case err != nil:
+		h.endBatchLocked()
 		r.err = err
 		return readError
 	case n > 0:
+		b := &h.rx.batch
+		if !b.open && b.begin != nil {
+			b.begin()
+			b.open, b.frames = true, 0
+		}
 		h.rx.fn(r.buf[:n])
+		if b.open {
+			if b.frames++; b.frames >= maxBatch {
+				h.endBatchLocked()
+			}
+		}
 		return readHandled
 	}
 	return readNone
+}
+
+// maxBatch bounds the frames of one batch, so that a run held back for one
+// peer waits for at most this many frames to others.
+const maxBatch = 64
+
+// endBatchLocked closes the open batch, if any; h.rx is held.
+func (h *Handle) endBatchLocked() {
+	if b := &h.rx.batch; b.open {
+		b.open = false
+		b.end()
+	}
+}
+
+// SetBatch makes the frame handling a batch: begin is called before the
+// first frame of a burst is handled and end once no frame is waiting (or
+// after maxBatch frames), so a handler can hold back what it sends for
+// each frame and send it all at end. Call before Run; nil turns it off.
+func (h *Handle) SetBatch(begin, end func()) {
+	h.rx.Lock()
+	defer h.rx.Unlock()
+	h.endBatchLocked()
+	if begin == nil || end == nil {
+		begin, end = nil, nil
+	}
+	h.rx.batch.begin, h.rx.batch.end = begin, end
 }
 
 // PollOnce handles one captured frame, if one is waiting and Run is not
@@ -222,6 +269,7 @@ func (h *Handle) PollOnce() bool {
 	defer h.rx.Unlock()
 	h.rx.polled = readNone
 	_ = h.rc.Control(h.pollCtl)
+	h.endBatchLocked() // nobody else may read again soon
 	return h.rx.polled == readHandled
 }
 
@@ -246,6 +294,9 @@ type reader struct {
 func (h *Handle) InjectFrame(frame []byte) error {
 	h.write.Lock()
 	defer h.write.Unlock()
+	if h.write.batch.depth > 0 && h.holdLocked(frame) {
+		return nil
+	}
 	h.write.frame, h.write.err = frame, nil
 	err := h.rc.Write(h.write.fn)
 	h.write.frame = nil

@@ -256,3 +256,140 @@ func BenchmarkReadPath(b *testing.B) {
 		b.Logf("only %d of %d frames arrived (socket buffer drops)", count, b.N)
 	}
 }
+
+// TestBatchBracketsEveryFrame: with SetBatch, every handled frame lies
+// inside a begin/end pair (none is handled outside one, so nothing a handler
+// holds back waits for a later frame), pairs never nest, a burst queued
+// before Run starts comes in batches of at most maxBatch frames, and the
+// last batch ends once the socket is drained, without a further frame.
+func TestBatchBracketsEveryFrame(t *testing.T) {
+	nsPath, a, b := vethPair(t)
+	ha, hb := openIn(t, nsPath, a), openIn(t, nsPath, b)
+	type ev struct {
+		kind byte // 'b' begin, 'f' frame, 'e' end
+		seq  uint32
+	}
+	evs := make(chan ev, 4096)
+	hb.SetBatch(func() { evs <- ev{kind: 'b'} }, func() { evs <- ev{kind: 'e'} })
+	const n = 100 // more than maxBatch
+	for i := range uint32(n) {
+		if err := ha.InjectFrame(testFrame('B', i)); err != nil {
+			t.Fatalf("inject on %s: %v", a, err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- hb.Run(func(frame []byte) {
+			if len(frame) >= 19 && binary.BigEndian.Uint16(frame[12:14]) == testEtherType {
+				evs <- ev{kind: 'f', seq: binary.BigEndian.Uint32(frame[15:19])}
+			}
+		})
+	}()
+	t.Cleanup(func() { hb.Close(); <-done })
+	open, inBatch, next, batches := false, 0, uint32(0), 0
+	deadline := time.After(10 * time.Second)
+	for next < n || open {
+		select {
+		case e := <-evs:
+			switch e.kind {
+			case 'b':
+				if open {
+					t.Fatal("begin inside an open batch")
+				}
+				open, inBatch = true, 0
+				batches++
+			case 'e':
+				if !open {
+					t.Fatal("end without a begin")
+				}
+				open = false
+			case 'f':
+				if !open {
+					t.Fatalf("frame %d handled outside a batch", e.seq)
+				}
+				if e.seq != next {
+					t.Fatalf("frame %d, want %d", e.seq, next)
+				}
+				next++
+				if inBatch++; inBatch > maxBatch {
+					t.Fatalf("batch of more than %d frames", maxBatch)
+				}
+			}
+		case <-deadline:
+			t.Fatalf("after 10s: %d of %d frames, batch open %v", next, n, open)
+		}
+	}
+	if batches < 2 || batches > n/2 {
+		t.Errorf("%d frames queued before Run came in %d batches, want 2 (maxBatch %d) to a few", n, batches, maxBatch)
+	}
+}
+
+// TestBatchedInjects: frames injected inside a batch are held until it
+// ends and then all arrive, in order, with frames too big to hold (written
+// at once) and more frames than one sendmmsg takes among them; outside a
+// batch a frame is written at once; InjectErrors stays 0.
+func TestBatchedInjects(t *testing.T) {
+	nsPath, a, b := vethPair(t)
+	if err := netns.Do(nsPath, func() error { // room for the big frames
+		for _, n := range []string{a, b} {
+			l, err := netlink.LinkByName(n)
+			if err != nil {
+				return err
+			}
+			if err := netlink.LinkSetMTU(l, 65535); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ha, hb := openIn(t, nsPath, a), openIn(t, nsPath, b)
+	framesB, _ := collector(t, hb)
+	var want [][]byte
+	for i := range uint32(3*maxInjectBatch + 5) {
+		f := testFrame('I', i)
+		if i%50 == 7 { // bigger than maxHeldFrame: written at once, after the held ones
+			f = append(f, make([]byte, maxHeldFrame)...)
+		}
+		want = append(want, f)
+	}
+	ha.BeginBatch()
+	ha.BeginBatch() // batches nest
+	for i, f := range want[:10] {
+		if err := ha.InjectFrame(f); err != nil {
+			t.Fatalf("inject %d: %v", i, err)
+		}
+	}
+	ha.EndBatch() // still inside the outer batch: frame 7 (big) alone has left
+	got := await(t, framesB)
+	if binary.BigEndian.Uint32(got[15:19]) != 0 {
+		t.Fatalf("first frame on %s is %d: the held ones must leave before the big one", b, binary.BigEndian.Uint32(got[15:19]))
+	}
+	// Frames 0-6 were written when the big frame 7 came; 8 and 9 are held.
+	for i := 1; i < 8; i++ {
+		if g := await(t, framesB); !bytes.Equal(g, want[i]) {
+			t.Fatalf("frame %d: % x", i, g[:20])
+		}
+	}
+	for i, f := range want[10:] {
+		if err := ha.InjectFrame(f); err != nil {
+			t.Fatalf("inject %d: %v", 10+i, err)
+		}
+	}
+	ha.EndBatch()
+	for i := 8; i < len(want); i++ {
+		if g := await(t, framesB); !bytes.Equal(g, want[i]) {
+			t.Fatalf("frame %d of %d: got seq %d, %d bytes", i, len(want), binary.BigEndian.Uint32(g[15:19]), len(g))
+		}
+	}
+	if err := ha.InjectFrame(testFrame('J', 0)); err != nil {
+		t.Fatal(err)
+	}
+	if g := await(t, framesB); g[14] != 'J' {
+		t.Fatal("a frame injected outside a batch did not arrive")
+	}
+	if n := ha.InjectErrors(); n != 0 {
+		t.Errorf("InjectErrors = %d", n)
+	}
+}

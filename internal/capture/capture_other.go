@@ -30,3 +30,15 @@ func (h *Handle) PollOnce() bool { return false }
 
 // SetBusyPoll does nothing outside Linux.
 func (h *Handle) SetBusyPoll(d time.Duration, peer func() bool, tok *atomic.Bool) {}
+
+// SetBatch is a no-op on this platform.
+func (h *Handle) SetBatch(begin, end func()) {}
+
+// BeginBatch is a no-op on this platform.
+func (h *Handle) BeginBatch() {}
+
+// EndBatch is a no-op on this platform.
+func (h *Handle) EndBatch() {}
+
+// InjectErrors is always 0 on this platform.
+func (h *Handle) InjectErrors() uint64 { return 0 }
