@@ -93,6 +93,12 @@ type forwarder struct {
 	cnt         counters
 
 	events chan event
+	// kicks are the kinds (bits 1<<kind) of kick events not yet handled:
+	// each is a flag, so a burst of heartbeats costs one wake-up and a
+	// once-only control message (ConnectionEstablished) is never lost to
+	// a full events channel. kickCh wakes the forwarder goroutine.
+	kicks  atomic.Uint32
+	kickCh chan struct{}
 	estCh  chan struct{}
 	errCh  chan error
 	stop   chan struct{}
@@ -109,6 +115,7 @@ func newForwarder(o *Overlay, p mesh.OverlayConnectionParams) (*forwarder, error
 	f := &forwarder{
 		o: o, params: p, remote: p.RemotePeer.Name, timing: o.cfg.Timing,
 		events: make(chan event, 64),
+		kickCh: make(chan struct{}, 1),
 		estCh:  make(chan struct{}),
 		errCh:  make(chan error, 1),
 		stop:   make(chan struct{}),
@@ -243,10 +250,20 @@ func (f *forwarder) overlayMTU() int {
 	return int(f.mtu.Load())
 }
 
-func (f *forwarder) kick(kind int) { f.post(event{kind: kind}) }
+// kick flags an event of kind for the forwarder goroutine without
+// blocking; flags of one kind coalesce, none is lost.
+func (f *forwarder) kick(kind int) {
+	f.kicks.Or(1 << kind)
+	select {
+	case f.kickCh <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+}
 
-// post hands an event to the forwarder goroutine without blocking; events
-// are hints that are repeated by the remote, so dropping one is harmless.
+// post hands an event with a value to the forwarder goroutine without
+// blocking; these (probes, PMTUVerified) are retried by the PMTU
+// discovery's timeouts, so dropping one when the queue is full is
+// harmless.
 func (f *forwarder) post(ev event) {
 	select {
 	case f.events <- ev:

@@ -72,6 +72,13 @@ func (f *forwarder) run() {
 			f.probeTimeout(&l.p)
 		case ev := <-f.events:
 			f.handleEvent(l, ev)
+		case <-f.kickCh:
+			kinds := f.kicks.Swap(0)
+			for kind := evHeartbeat; kind <= evPMTUVerified; kind++ {
+				if kinds&(1<<kind) != 0 {
+					f.handleEvent(l, event{kind: kind})
+				}
+			}
 		}
 	}
 }
