@@ -1,18 +1,16 @@
 package sleeve
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"net"
 	"net/netip"
-	"os/exec"
 	"strconv"
 	"testing"
 
+	"github.com/seedf75a49c6/weave/internal/netnstest"
 	"github.com/weaveworks/mesh"
 )
 
-// v6Hosts creates netns <p>a, <p>r and <p>b: a 1500-byte veth a-r
+// v6Hosts creates netns a, r and b (netnstest.Namespaces): a 1500-byte veth a-r
 // (fd00:251:1::1 and ::2, also 192.168.252.1 and .2), a veth r-b of mtu
 // (fd00:251:2::2 and ::1) and r forwarding IPv6 between them: A and B
 // share no IPv4 path.
@@ -20,15 +18,8 @@ import (
 // Too Big, as an IPv6 router must (it never fragments).
 func v6Hosts(t *testing.T, mtu string) (nsA, nsR, nsB string) {
 	t.Helper()
-	var r [3]byte
-	rand.Read(r[:])
-	p := "w" + hex.EncodeToString(r[:])[:5]
-	nsA, nsR, nsB = p+"a", p+"r", p+"b"
-	for _, ns := range []string{nsA, nsR, nsB} {
-		runCmd(t, "ip", "netns", "add", ns)
-		t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
-		runCmd(t, "ip", "-n", ns, "link", "set", "lo", "up")
-	}
+	p, ns := netnstest.Namespaces(t, "a", "r", "b")
+	nsA, nsR, nsB = ns[0], ns[1], ns[2]
 	runCmd(t, "ip", "link", "add", p+"a", "mtu", "1500", "netns", nsA, "type", "veth", "peer", "name", p+"ra", "mtu", "1500", "netns", nsR)
 	runCmd(t, "ip", "link", "add", p+"b", "mtu", mtu, "netns", nsB, "type", "veth", "peer", "name", p+"rb", "mtu", mtu, "netns", nsR)
 	runCmd(t, "ip", "netns", "exec", nsR, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")

@@ -2,8 +2,6 @@ package sleeve
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"net"
 	"os/exec"
 	"runtime"
@@ -29,25 +27,18 @@ func runCmd(t *testing.T, args ...string) {
 	}
 }
 
-// twoHosts creates netns <p>a and <p>b joined by a 1500-byte veth, with
-// 192.168.251.1 and .2, and removes them on cleanup.
+// twoHosts creates two netns (netnstest.Namespaces: removed at cleanup,
+// swept after a killed run), each with an eth0, joined by a 1500-byte
+// veth, with 192.168.251.1 and .2.
 func twoHosts(t *testing.T) (nsA, nsB string) {
 	t.Helper()
-	var r [3]byte
-	rand.Read(r[:])
-	p := "w" + hex.EncodeToString(r[:])[:5]
-	nsA, nsB = p+"a", p+"b"
-	for _, ns := range []string{nsA, nsB} {
-		runCmd(t, "ip", "netns", "add", ns)
-		t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
-	}
-	runCmd(t, "ip", "link", "add", p+"va", "mtu", "1500", "netns", nsA, "type", "veth",
-		"peer", "name", p+"vb", "mtu", "1500", "netns", nsB)
+	_, ns := netnstest.Namespaces(t, "a", "b")
+	nsA, nsB = ns[0], ns[1]
+	runCmd(t, "ip", "link", "add", "eth0", "mtu", "1500", "netns", nsA, "type", "veth",
+		"peer", "name", "eth0", "mtu", "1500", "netns", nsB)
 	for i, ns := range []string{nsA, nsB} {
-		dev := p + "v" + string(rune('a'+i))
-		runCmd(t, "ip", "-n", ns, "addr", "add", "192.168.251."+string(rune('1'+i))+"/24", "dev", dev)
-		runCmd(t, "ip", "-n", ns, "link", "set", dev, "up")
-		runCmd(t, "ip", "-n", ns, "link", "set", "lo", "up")
+		runCmd(t, "ip", "-n", ns, "addr", "add", "192.168.251."+string(rune('1'+i))+"/24", "dev", "eth0")
+		runCmd(t, "ip", "-n", ns, "link", "set", "eth0", "up")
 	}
 	return nsA, nsB
 }
@@ -215,8 +206,7 @@ func TestNetnsPMTUShrinks(t *testing.T) {
 	fb.Confirm()
 	awaitClosed(t, fa.EstablishedChannel(), "A established")
 	awaitMTU(t, fa, 1438)
-	dev := s.nsA[:len(s.nsA)-1] + "va"
-	runCmd(t, "ip", "-n", s.nsA, "link", "set", dev, "mtu", "1200")
+	runCmd(t, "ip", "-n", s.nsA, "link", "set", "eth0", "mtu", "1200") // twoHosts' veth
 	// Fits the old MTU, not the new path: dropped, and rediscovery starts.
 	if err := fa.Forward(peerA, peerB, ipv4Frame(1400, true, 0)); err != nil {
 		t.Fatalf("forward: %v", err)

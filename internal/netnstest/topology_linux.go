@@ -137,8 +137,10 @@ func newPrefix() string {
 }
 
 // nsName embeds the prefix and the creator PID (for the sweeper).
-func (tp *Topology) nsName(role string) string {
-	return fmt.Sprintf("%s-%d-%s", tp.Prefix, os.Getpid(), role)
+func (tp *Topology) nsName(role string) string { return nsName(tp.Prefix, role) }
+
+func nsName(prefix, role string) string {
+	return fmt.Sprintf("%s-%d-%s", prefix, os.Getpid(), role)
 }
 
 func (tp *Topology) addNS(ns string) {
@@ -268,4 +270,36 @@ func (tp *Topology) SetHosts(h *Host, content string) {
 	if err := os.WriteFile(filepath.Join(dir, "hosts"), []byte(content), 0o644); err != nil {
 		tp.t.Fatalf("write %s/hosts: %v", dir, err)
 	}
+}
+
+// Namespaces creates one network namespace per role, named as New names
+// them (prefix, creator PID, role: Sweep removes them after a killed
+// run), with lo up, and deletes them (killing what runs inside) at
+// cleanup. It returns the random prefix too, for short device names.
+// It sweeps once per process, as New does.
+func Namespaces(t testing.TB, roles ...string) (prefix string, names []string) {
+	t.Helper()
+	RequireRoot(t)
+	sweepOnce.Do(func() {
+		if err := Sweep(); err != nil {
+			t.Logf("netnstest: sweep: %v", err)
+		}
+	})
+	prefix = newPrefix()
+	for _, role := range roles {
+		ns := nsName(prefix, role)
+		if out, err := run("ip", "netns", "add", ns); err != nil {
+			t.Fatalf("add namespace %s: %v: %s", ns, err, out)
+		}
+		t.Cleanup(func() {
+			if err := deleteNS(ns); err != nil {
+				t.Errorf("netnstest: %v", err)
+			}
+		})
+		if out, err := run("ip", "-n", ns, "link", "set", "lo", "up"); err != nil {
+			t.Fatalf("lo up in %s: %v: %s", ns, err, out)
+		}
+		names = append(names, ns)
+	}
+	return prefix, names
 }

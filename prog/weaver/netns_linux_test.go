@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -35,14 +33,6 @@ func requireRoot(t *testing.T) {
 	t.Helper()
 	netnstest.RequireRoot(t)
 	netnstest.RequireTools(t, "ip")
-}
-
-func uniquePrefix(t *testing.T) string {
-	b := make([]byte, 3)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return "w" + hex.EncodeToString(b)[:5]
 }
 
 func ip(t *testing.T, args ...string) {
@@ -146,13 +136,8 @@ func startWeaver(t *testing.T, ns string, i int, dir string, args ...string) *te
 
 func TestTwoWeaversInNamespaces(t *testing.T) {
 	requireRoot(t)
-	p := uniquePrefix(t)
-	ns1, ns2 := p+"1", p+"2"
-	for _, ns := range []string{ns1, ns2} {
-		ip(t, "netns", "add", ns)
-		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
-		ip(t, "-n", ns, "link", "set", "lo", "up")
-	}
+	p, ns := netnstest.Namespaces(t, "1", "2")
+	ns1, ns2 := ns[0], ns[1]
 	ip(t, "link", "add", p+"a", "netns", ns1, "type", "veth", "peer", "name", p+"b", "netns", ns2)
 	ip(t, "-n", ns1, "addr", "add", "192.168.77.1/24", "dev", p+"a")
 	ip(t, "-n", ns2, "addr", "add", "192.168.77.2/24", "dev", p+"b")
