@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"net"
 	"os/exec"
-	"runtime"
 	"testing"
 	"time"
 
+	"github.com/seedf75a49c6/weave/internal/netns"
 	"github.com/seedf75a49c6/weave/internal/netnstest"
 	"github.com/seedf75a49c6/weave/router"
 	"github.com/weaveworks/mesh"
-	"golang.org/x/sys/unix"
 )
 
 func requireRoot(t *testing.T) {
@@ -43,39 +42,21 @@ func twoHosts(t *testing.T) (nsA, nsB string) {
 	return nsA, nsB
 }
 
-// overlayInNetns creates an overlay whose sockets live in netns ns. The
-// work happens on a locked thread that is discarded afterwards (the
-// goroutine exits locked), so no thread returns to the pool in the
-// wrong namespace.
+// overlayInNetns creates an overlay whose sockets live in netns ns
+// (netns.Do: the sockets keep the namespace they were made in).
 func overlayInNetns(t *testing.T, ns, host string, name mesh.PeerName, h router.FrameHandler, cfg Config) *Overlay {
 	t.Helper()
-	type result struct {
-		o   *Overlay
-		err error
+	cfg.Host, cfg.LocalPeer, cfg.Handler, cfg.Logger = host, name, h, testLogger(t)
+	var o *Overlay
+	err := netns.Do(netnstest.NSPath(ns), func() (err error) {
+		o, err = New(cfg)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("overlay in %s: %v", ns, err)
 	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		fd, err := unix.Open("/var/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			ch <- result{err: err}
-			return
-		}
-		defer unix.Close(fd)
-		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-			ch <- result{err: err}
-			return
-		}
-		cfg.Host, cfg.LocalPeer, cfg.Handler, cfg.Logger = host, name, h, testLogger(t)
-		o, err := New(cfg)
-		ch <- result{o, err}
-	}()
-	r := <-ch
-	if r.err != nil {
-		t.Fatalf("overlay in %s: %v", ns, r.err)
-	}
-	t.Cleanup(r.o.Stop)
-	return r.o
+	t.Cleanup(o.Stop)
+	return o
 }
 
 type netnsSetup struct {
@@ -314,37 +295,20 @@ func TestNetnsSegments(t *testing.T) {
 // listenInNetns opens a UDP socket on addr inside netns ns.
 func listenInNetns(t *testing.T, ns, addr string) *net.UDPConn {
 	t.Helper()
-	type result struct {
-		c   *net.UDPConn
-		err error
+	a, err := net.ResolveUDPAddr("udp4", addr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // discarded with the goroutine, still in ns
-		fd, err := unix.Open("/var/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			ch <- result{err: err}
-			return
-		}
-		defer unix.Close(fd)
-		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-			ch <- result{err: err}
-			return
-		}
-		a, err := net.ResolveUDPAddr("udp4", addr)
-		if err != nil {
-			ch <- result{err: err}
-			return
-		}
-		c, err := net.ListenUDP("udp4", a)
-		ch <- result{c, err}
-	}()
-	r := <-ch
-	if r.err != nil {
-		t.Fatalf("listen in %s: %v", ns, r.err)
+	var c *net.UDPConn
+	err = netns.Do(netnstest.NSPath(ns), func() (err error) {
+		c, err = net.ListenUDP("udp4", a)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("listen in %s: %v", ns, err)
 	}
-	t.Cleanup(func() { r.c.Close() })
-	return r.c
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // TestBatchedRunOverMTUFallsBack: a run of datagrams longer than the
