@@ -81,16 +81,19 @@ func sinkReader(t *testing.T, sink *net.UDPConn, key *[32]byte) func() (seq uint
 	}
 }
 
+// keyCases: a plaintext and an encrypted link.
+var keyCases = []struct {
+	name string
+	key  *[32]byte
+}{{"plain", nil}, {"encrypted", &testKey}}
+
 // TestBatchedSendsKeepEveryDatagram: frames forwarded inside a batch are
 // held back until it ends, then arrive as the same datagrams, in order,
 // with consecutive sequence numbers, whatever their sizes: runs of equal
 // ones, a shorter one closing a run, a longer one starting the next, more
 // than one GSO send's worth, and one too long to batch at all.
 func TestBatchedSendsKeepEveryDatagram(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		key  *[32]byte
-	}{{"plain", nil}, {"encrypted", &testKey}} {
+	for _, tc := range keyCases {
 		t.Run(tc.name, func(t *testing.T) {
 			checkGoroutines(t)
 			o, f, sink := batchSink(t, tc.key)
@@ -220,10 +223,7 @@ func TestBatchedSendDoesNotAllocate(t *testing.T) {
 // a batch, runs of equal sizes and a short last, arrive whole and in order,
 // and a frame sent as segments after one held back arrives after it.
 func TestBatchedRunsReachOurRouter(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		key  *[32]byte
-	}{{"plain", nil}, {"encrypted", &testKey}} {
+	for _, tc := range keyCases {
 		t.Run(tc.name, func(t *testing.T) {
 			checkGoroutines(t)
 			hb := newFakeHandler()
