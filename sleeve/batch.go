@@ -211,24 +211,12 @@ const maxRxBatch = 64
 func (o *Overlay) SetBatch(begin, end func()) {
 	o.rx.Lock()
 	defer o.rx.Unlock()
-	o.endRxBatchLocked()
-	if begin == nil || end == nil {
-		begin, end = nil, nil
-	}
-	o.rx.batch.begin, o.rx.batch.end = begin, end
+	o.rx.batch.Set(begin, end, maxRxBatch)
 }
 
 // closeRxBatch closes the open receive batch, if any (a receive loop ends).
 func (o *Overlay) closeRxBatch() {
 	o.rx.Lock()
 	defer o.rx.Unlock()
-	o.endRxBatchLocked()
-}
-
-// endRxBatchLocked closes the open receive batch, if any; o.rx is held.
-func (o *Overlay) endRxBatchLocked() {
-	if b := &o.rx.batch; b.open {
-		b.open = false
-		b.end()
-	}
+	o.rx.batch.End()
 }

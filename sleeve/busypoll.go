@@ -33,7 +33,7 @@ func (o *Overlay) pollOwn() bool {
 	defer o.rx.Unlock()
 	o.rx.polled = false
 	_ = o.raw.Control(o.pollCtl)
-	o.endRxBatchLocked() // nobody else may receive again soon
+	o.rx.batch.End() // nobody else may receive again soon
 	return o.rx.polled
 }
 

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/seedf75a49c6/weave/internal/burst"
 	"github.com/seedf75a49c6/weave/internal/busypoll"
 	"github.com/seedf75a49c6/weave/router"
 	"github.com/weaveworks/mesh"
@@ -110,13 +111,9 @@ type Overlay struct {
 	rx struct {
 		sync.Mutex
 		buf, plain []byte
-		polled     bool  // result of the last pollCtl
-		msg        rxMsg // recvmsg state (Linux)
-		batch      struct {
-			begin, end func() // the injector's batch (SetBatch)
-			open       bool
-			n          int // datagrams handled in the open batch
-		}
+		polled     bool          // result of the last pollCtl
+		msg        rxMsg         // recvmsg state (Linux)
+		batch      burst.Bracket // the injector's batch (SetBatch)
 	}
 	busy    busypoll.Window
 	batch   batchState            // send batching (batch.go)

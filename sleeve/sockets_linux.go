@@ -270,29 +270,24 @@ func (o *Overlay) receiveLocked(fd int) bool {
 	n, seg, from, err := o.rx.msg.recv(fd, o.rx.buf)
 	switch {
 	case errors.Is(err, unix.EAGAIN):
-		o.endRxBatchLocked()
+		o.rx.batch.End()
 		return false
 	case err != nil: // e.g. ECONNREFUSED from an earlier send: reported once
 		o.rxErrors.Add(1)
 		return true
 	}
-	b := &o.rx.batch
-	if !b.open && b.begin != nil {
-		b.begin()
-		b.open, b.n = true, 0
-	}
+	o.rx.batch.Begin()
+	k := 0
 	for p := o.rx.buf[:n]; ; {
 		var d []byte
 		d, p = splitGRO(p, seg)
 		o.handleDatagram(d, from, o.rx.plain)
-		b.n++
+		k++
 		if len(p) == 0 {
 			break
 		}
 	}
-	if b.open && b.n >= maxRxBatch {
-		o.endRxBatchLocked()
-	}
+	o.rx.batch.Handled(k)
 	return true
 }
 

@@ -5,12 +5,14 @@ package capture
 import (
 	"errors"
 	"fmt"
-	"github.com/seedf75a49c6/weave/internal/busypoll"
 	"net"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/seedf75a49c6/weave/internal/burst"
+	"github.com/seedf75a49c6/weave/internal/busypoll"
 
 	"golang.org/x/sys/unix"
 )
@@ -40,11 +42,7 @@ type Handle struct {
 		r      reader
 		fn     func(frame []byte) // Run's handler, for PollOnce
 		polled readResult         // result of the last pollCtl
-		batch  struct {           // see SetBatch
-			begin, end func()
-			open       bool
-			frames     int
-		}
+		batch  burst.Bracket      // see SetBatch
 	}
 	busy    busypoll.Window
 	fd      int           // the raw socket, for the busy-poll loop
@@ -134,7 +132,7 @@ func (h *Handle) Run(fn func(frame []byte)) error {
 	}
 	h.rx.fn = fn
 	h.rx.Unlock()
-	defer func() { h.rx.Lock(); h.endBatchLocked(); h.rx.fn = nil; h.rx.Unlock() }()
+	defer func() { h.rx.Lock(); h.rx.batch.End(); h.rx.fn = nil; h.rx.Unlock() }()
 	readFn := h.readAndHandle // bound once: no allocation per frame
 	for {
 		var err error
@@ -207,24 +205,16 @@ func (h *Handle) handleLocked(fd int) readResult {
 	n, err := unix.Read(fd, r.buf)
 	switch {
 	case errors.Is(err, unix.EAGAIN):
-		h.endBatchLocked()
+		h.rx.batch.End()
 		return readNone
 	case err != nil:
-		h.endBatchLocked()
+		h.rx.batch.End()
 		r.err = err
 		return readError
 	case n > 0:
-		b := &h.rx.batch
-		if !b.open && b.begin != nil {
-			b.begin()
-			b.open, b.frames = true, 0
-		}
+		h.rx.batch.Begin()
 		h.rx.fn(r.buf[:n])
-		if b.open {
-			if b.frames++; b.frames >= maxBatch {
-				h.endBatchLocked()
-			}
-		}
+		h.rx.batch.Handled(1)
 		return readHandled
 	}
 	return readNone
@@ -234,14 +224,6 @@ func (h *Handle) handleLocked(fd int) readResult {
 // peer waits for at most this many frames to others.
 const maxBatch = 64
 
-// endBatchLocked closes the open batch, if any; h.rx is held.
-func (h *Handle) endBatchLocked() {
-	if b := &h.rx.batch; b.open {
-		b.open = false
-		b.end()
-	}
-}
-
 // SetBatch makes the frame handling a batch: begin is called before the
 // first frame of a burst is handled and end once no frame is waiting (or
 // after maxBatch frames), so a handler can hold back what it sends for
@@ -249,11 +231,7 @@ func (h *Handle) endBatchLocked() {
 func (h *Handle) SetBatch(begin, end func()) {
 	h.rx.Lock()
 	defer h.rx.Unlock()
-	h.endBatchLocked()
-	if begin == nil || end == nil {
-		begin, end = nil, nil
-	}
-	h.rx.batch.begin, h.rx.batch.end = begin, end
+	h.rx.batch.Set(begin, end, maxBatch)
 }
 
 // PollOnce handles one captured frame, if one is waiting and Run is not
@@ -269,7 +247,7 @@ func (h *Handle) PollOnce() bool {
 	defer h.rx.Unlock()
 	h.rx.polled = readNone
 	_ = h.rc.Control(h.pollCtl)
-	h.endBatchLocked() // nobody else may read again soon
+	h.rx.batch.End() // nobody else may read again soon
 	return h.rx.polled == readHandled
 }
 
