@@ -153,17 +153,9 @@ func (tp *Topology) dumpDiagnostics() {
 			if err != nil {
 				continue
 			}
-			tp.t.Logf("%s %s (last 40 lines):\n%s", h.Name, filepath.Base(l), tail(string(b), 40))
+			tp.t.Logf("%s %s (last 40 lines):\n%s", h.Name, filepath.Base(l), Tail(string(b), 40))
 		}
 	}
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // ModuleRoot walks up from the working directory to the directory holding

@@ -7,10 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/seedf75a49c6/weave/internal/netnstest"
 )
 
 // Proc is a process of the cluster, its output in Log.
@@ -101,11 +102,7 @@ func (p *Proc) Tail(n int) string {
 	if err != nil {
 		return err.Error()
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return netnstest.Tail(string(b), n)
 }
 
 // killPid sends SIGKILL to pid and reaps it if it is our child.

@@ -165,10 +165,10 @@ func TestUpgradeFrom281KeepsPodAddresses(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(logs, "adopting Weave Net 2.8.1's data file") || !strings.Contains(logs, "/weavedb/"+file281) {
-		t.Errorf("%s: the new router did not say it adopted /weavedb/%s:\n%s", n.Name, file281, tail(logs, 30))
+		t.Errorf("%s: the new router did not say it adopted /weavedb/%s:\n%s", n.Name, file281, netnstest.Tail(logs, 30))
 	}
 	if strings.Contains(logs, "removing the persisted IPAM data") {
-		t.Errorf("%s: the new pod dropped the data file:\n%s", n.Name, tail(logs, 30))
+		t.Errorf("%s: the new pod dropped the data file:\n%s", n.Name, netnstest.Tail(logs, 30))
 	}
 	for _, l := range strings.Split(logs, "\n") {
 		if strings.Contains(l, "adopting Weave Net 2.8.1") {

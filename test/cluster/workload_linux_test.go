@@ -97,18 +97,10 @@ func readyPods(t *testing.T, c *Cluster, ns, app string, n int, timeout time.Dur
 		case <-ctx.Done():
 			out, _ := c.Kubectl(ctxT(t, 30*time.Second), nil, "-n", ns, "get", "pods", "-o", "wide")
 			ev, _ := c.Kubectl(ctxT(t, 30*time.Second), nil, "-n", ns, "get", "events", "--sort-by=.lastTimestamp")
-			t.Fatalf("%s/%s: %s after %v\n%s\n%s", ns, app, last, timeout, out, tail(ev, 15))
+			t.Fatalf("%s/%s: %s after %v\n%s\n%s", ns, app, last, timeout, out, netnstest.Tail(ev, 15))
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-func tail(s string, n int) string {
-	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(l) > n {
-		l = l[len(l)-n:]
-	}
-	return strings.Join(l, "\n")
 }
 
 // podSh runs a shell script in pod ns/name (kubectl exec).

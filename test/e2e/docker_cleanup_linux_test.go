@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/seedf75a49c6/weave/internal/netnstest"
 )
 
 // cleanup restores the root namespace and dockerd to what they were:
@@ -19,7 +21,7 @@ func (d *dockerHost) cleanup() {
 	t := d.t
 	if t.Failed() {
 		if out, err := os.ReadFile(d.root.RunDir + "/weaver.log"); err == nil {
-			t.Logf("root weaver.log (tail):\n%s", tailLines(string(out), 40))
+			t.Logf("root weaver.log (tail):\n%s", netnstest.Tail(string(out), 40))
 		}
 	}
 	if ids := d.listIDs("ps", "-aq"); len(ids) > 0 {
@@ -111,14 +113,6 @@ func nftTables() []string {
 		}
 	}
 	return ts
-}
-
-func tailLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // dockerWait bounds the polls of the Docker tests.

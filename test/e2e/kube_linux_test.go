@@ -107,7 +107,7 @@ func (kc *kubeCluster) stopAll() {
 	for i, p := range kc.procs {
 		kc.stop(i)
 		if kc.t.Failed() {
-			kc.t.Logf("weave-kube on h%d:\n%s", i, tailLines(p.Stderr(), 40))
+			kc.t.Logf("weave-kube on h%d:\n%s", i, netnstest.Tail(p.Stderr(), 40))
 		}
 	}
 }

@@ -63,10 +63,10 @@ func TestKubeUpgradeFrom281KeepsPeersAndAddresses(t *testing.T) {
 		}
 		stderr := kc.procs[i+1].Stderr()
 		if strings.Contains(stderr, "rmpeer") || strings.Contains(stderr, "removing the persisted IPAM data") {
-			t.Errorf("h%d reclaimed or dropped state:\n%s", i+1, tailLines(stderr, 40))
+			t.Errorf("h%d reclaimed or dropped state:\n%s", i+1, netnstest.Tail(stderr, 40))
 		}
 		if !strings.Contains(stderr, "adopting Weave Net 2.8.1's data file") {
-			t.Errorf("h%d did not say it adopted 2.8.1's file:\n%s", i+1, tailLines(stderr, 40))
+			t.Errorf("h%d did not say it adopted 2.8.1's file:\n%s", i+1, netnstest.Tail(stderr, 40))
 		}
 	}
 	waitPingIP(t, conts[0]["c1a"], "old pod c1a on h1 to ping old pod c2b on h2", "10.40.0.1")

@@ -46,10 +46,10 @@ func TestLaunchOnLoopbackOnlyHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(log), "liveness is off") || !strings.Contains(string(log), "level=WARN") {
-		t.Errorf("weaver.log has no WARN that liveness is off:\n%s", tailLines(string(log), 30))
+		t.Errorf("weaver.log has no WARN that liveness is off:\n%s", netnstest.Tail(string(log), 30))
 	}
 	if strings.Contains(string(log), "no private IP address found") {
-		t.Errorf("weaver.log still has memberlist's failure:\n%s", tailLines(string(log), 30))
+		t.Errorf("weaver.log still has memberlist's failure:\n%s", netnstest.Tail(string(log), 30))
 	}
 }
 

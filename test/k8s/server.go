@@ -12,13 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/seedf75a49c6/weave/internal/netns"
+	"github.com/seedf75a49c6/weave/internal/netnstest"
 	"k8s.io/client-go/rest"
 )
 
@@ -292,11 +292,7 @@ func (s *Server) LogTail(name string, n int) string {
 	if err != nil {
 		return err.Error()
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return netnstest.Tail(string(b), n)
 }
 
 func freePorts(n int) ([]int, error) {
