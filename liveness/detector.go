@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -26,11 +25,9 @@ type Detector struct {
 	once  sync.Once
 
 	mu       sync.Mutex
-	peers    map[string]Status
-	counts   [len(stateNames)]uint64
+	table    statusTable
 	suspects map[string]time.Time     // peers our prober suspects, until a ping succeeds
 	rtts     map[string]time.Duration // smoothed round trip of our direct probes, by peer
-	changed  chan struct{}            // closed and replaced on every change
 }
 
 // events wakes the poller as soon as memberlist reports a join or leave,
@@ -117,7 +114,7 @@ func New(cfg Config) (*Detector, error) {
 	cfg.fill()
 	d := &Detector{
 		cfg: cfg, wake: make(chan struct{}, 1), stop: make(chan struct{}),
-		peers: make(map[string]Status), changed: make(chan struct{}), suspects: make(map[string]time.Time),
+		table: newStatusTable(), suspects: make(map[string]time.Time),
 		rtts: make(map[string]time.Duration),
 	}
 	mc, err := cfg.memberlistConfig(d)
@@ -209,40 +206,21 @@ func (d *Detector) joinAddr(host string) string {
 func (d *Detector) Get(peer string) Status {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if s, ok := d.peers[peer]; ok {
-		return s
-	}
-	return Status{Peer: peer}
+	return d.table.get(peer)
 }
 
 // Peers returns every peer ever seen (not us), sorted by name.
 func (d *Detector) Peers() []Status {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]Status, 0, len(d.peers))
-	for _, s := range d.peers {
-		out = append(out, s)
-	}
-	slices.SortFunc(out, func(a, b Status) int {
-		if a.Peer < b.Peer {
-			return -1
-		}
-		if a.Peer > b.Peer {
-			return 1
-		}
-		return 0
-	})
-	return out
+	return d.table.list()
 }
 
 // Transitions returns how many times a peer entered state s.
 func (d *Detector) Transitions(s State) uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if s < 0 || int(s) >= len(d.counts) {
-		return 0
-	}
-	return d.counts[s]
+	return d.table.transitions(s)
 }
 
 // Await blocks until peer is in state s or ctx ends.
@@ -250,7 +228,7 @@ func (d *Detector) Await(ctx context.Context, peer string, s State) error {
 	return await(ctx, peer, s, func() (State, chan struct{}) {
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		return d.peers[peer].State, d.changed
+		return d.table.get(peer).State, d.table.changed
 	})
 }
 

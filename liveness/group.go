@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -29,9 +28,7 @@ type Group struct {
 
 	deliver sync.Mutex // serialises OnChange across the detectors
 	mu      sync.Mutex
-	peers   map[string]Status
-	counts  [len(stateNames)]uint64
-	changed chan struct{}
+	table   statusTable // the combined verdicts (more than one detector)
 }
 
 // NewGroup starts the detectors of cfg: one, as New does, unless
@@ -57,7 +54,7 @@ func NewGroup(cfg Config) (*Group, error) {
 		cfg.BindAddr = "::"
 	}
 	cfg.fill()
-	g := &Group{cfg: cfg, peers: map[string]Status{}, changed: make(chan struct{})}
+	g := &Group{cfg: cfg, table: newStatusTable()}
 	onChange := cfg.OnChange
 	dt, err := newDualTransport(&cfg)
 	if err != nil {
@@ -113,16 +110,14 @@ func (g *Group) update(ch Change, onChange func(Change)) {
 	defer g.deliver.Unlock()
 	st := g.combined(ch.Peer)
 	g.mu.Lock()
-	old := g.peers[ch.Peer]
-	if old.State == st {
-		g.mu.Unlock()
+	old, changed := g.table.set(ch.Peer, st, ch.At)
+	if changed {
+		g.table.notify()
+	}
+	g.mu.Unlock()
+	if !changed {
 		return
 	}
-	g.peers[ch.Peer] = Status{Peer: ch.Peer, State: st, Since: ch.At}
-	g.counts[st]++
-	close(g.changed)
-	g.changed = make(chan struct{})
-	g.mu.Unlock()
 	g.cfg.Logger.Info("peer liveness verdict changed", "component", "liveness", "peer", ch.Peer,
 		"from", old.State.String(), "to", st.String())
 	if onChange != nil {
@@ -154,10 +149,7 @@ func (g *Group) Get(peer string) Status {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if s, ok := g.peers[peer]; ok {
-		return s
-	}
-	return Status{Peer: peer}
+	return g.table.get(peer)
 }
 
 // Peers returns every peer ever seen (not us), sorted by name.
@@ -166,13 +158,8 @@ func (g *Group) Peers() []Status {
 		return d.Peers()
 	}
 	g.mu.Lock()
-	out := make([]Status, 0, len(g.peers))
-	for _, s := range g.peers {
-		out = append(out, s)
-	}
-	g.mu.Unlock()
-	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Peer, b.Peer) })
-	return out
+	defer g.mu.Unlock()
+	return g.table.list()
 }
 
 // Transitions returns how many times a peer entered state s (combined).
@@ -182,10 +169,7 @@ func (g *Group) Transitions(s State) uint64 {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if s < 0 || int(s) >= len(g.counts) {
-		return 0
-	}
-	return g.counts[s]
+	return g.table.transitions(s)
 }
 
 // RTT returns the smoothed round trip of our probes to peer: the first
@@ -216,7 +200,7 @@ func (g *Group) Await(ctx context.Context, peer string, s State) error {
 	return await(ctx, peer, s, func() (State, chan struct{}) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		return g.peers[peer].State, g.changed
+		return g.table.get(peer).State, g.table.changed
 	})
 }
 

@@ -47,7 +47,7 @@ func (d *Detector) joinSeeds(tries map[string]*try, now time.Time) {
 		if s.Name == d.cfg.Name || s.Host == "" || !sameFamily(d.cfg.AdvertiseAddr, s.Host) {
 			continue
 		}
-		if st := d.peers[s.Name].State; st == Alive || st == Suspect {
+		if st := d.table.get(s.Name).State; st == Alive || st == Suspect {
 			delete(tries, s.Name)
 			continue
 		}

@@ -105,14 +105,13 @@ func (d *Detector) apply(seen map[string]State, now time.Time) {
 	for name, st := range seen {
 		changes = d.set(changes, name, st, now)
 	}
-	for name, s := range d.peers {
+	for name, s := range d.table.peers {
 		if _, ok := seen[name]; !ok && s.State != Dead {
 			changes = d.set(changes, name, Dead, now)
 		}
 	}
 	if len(changes) > 0 {
-		close(d.changed)
-		d.changed = make(chan struct{})
+		d.table.notify()
 	}
 	d.mu.Unlock()
 	for _, c := range changes {
@@ -125,11 +124,9 @@ func (d *Detector) apply(seen map[string]State, now time.Time) {
 }
 
 func (d *Detector) set(changes []Change, name string, st State, now time.Time) []Change {
-	old := d.peers[name]
-	if old.State == st {
+	old, changed := d.table.set(name, st, now)
+	if !changed {
 		return changes
 	}
-	d.peers[name] = Status{Peer: name, State: st, Since: now}
-	d.counts[st]++
 	return append(changes, Change{Peer: name, From: old.State, To: st, At: now})
 }
