@@ -68,6 +68,47 @@ func startPingers(t *testing.T, c *Cluster, ns string, pods []corev1.Pod) []*pin
 	return ps
 }
 
+// startPing starts a ping every interval seconds from pod from to pod to,
+// running in from until stopped.
+func startPing(t *testing.T, c *Cluster, ns string, from, to corev1.Pod, interval string) *pinger {
+	t.Helper()
+	pg := &pinger{ns: ns, pod: from.Name, from: from.Spec.NodeName, to: to.Spec.NodeName}
+	podSh(t, c, ns, from.Name, "ping -q -i "+interval+" -W 1 "+to.Status.PodIP+" >/tmp/ping.out 2>&1 & echo $! >/tmp/ping.pid")
+	return pg
+}
+
+// awaitPingReplies waits until each pinger's ping gets replies: the
+// counter of received packets its process keeps is not visible with -q,
+// so it reads the pod's ICMP counter of echo replies twice.
+func awaitPingReplies(t *testing.T, c *Cluster, ps []*pinger) {
+	t.Helper()
+	for _, pg := range ps {
+		first := -1
+		err := netnstest.Poll(time.Minute, func() error {
+			out := podSh(t, c, pg.ns, pg.pod, `grep '^Icmp:' /proc/net/snmp | tail -1`)
+			f := strings.Fields(out)
+			// Icmp: InMsgs InErrors InCsumErrors InDestUnreachs InTimeExcds InParmProbs InSrcQuenchs InRedirects InEchos InEchoReps ...
+			if len(f) < 11 {
+				return fmt.Errorf("ICMP counters of %s: %q", pg.pod, out)
+			}
+			var reps int
+			if _, err := fmt.Sscan(f[10], &reps); err != nil {
+				return err
+			}
+			if first < 0 {
+				first = reps
+			}
+			if reps < first+5 {
+				return fmt.Errorf("ping %s -> %s: no replies (%d, first %d)", pg.from, pg.to, reps, first)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // stop interrupts the ping (it prints its summary) and reads the loss.
 func (pg *pinger) stop(t *testing.T, c *Cluster) {
 	t.Helper()
@@ -105,7 +146,7 @@ func TestRollingUpdate(t *testing.T) {
 	}
 	const newImage = "localhost/weave-kube:test-2"
 	pingers := startPingers(t, c, ns, pods)
-	time.Sleep(5 * time.Second) // traffic flowing before the update
+	awaitPingReplies(t, c, pingers) // traffic flowing before the update
 	t0 := time.Now()
 	if _, err := c.Kubectl(ctxT(t, time.Minute), nil, "-n", "kube-system", "set", "image", "daemonset/weave-net",
 		"weave-init="+newImage, "weave="+newImage, "weave-npc="+newImage); err != nil {
@@ -115,7 +156,7 @@ func TestRollingUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("rolled out %s on %d nodes in %v", newImage, len(c.Nodes), time.Since(t0).Round(100*time.Millisecond))
-	time.Sleep(5 * time.Second) // and after it
+	awaitPingReplies(t, c, pingers) // and after it: every loss of the update is counted
 	for _, pg := range pingers {
 		pg.stop(t, c)
 		if pg.err != nil {

@@ -264,47 +264,6 @@ spec:
 	t.Logf("the test's own time (pods, switch, checks): %v", time.Since(own).Round(100*time.Millisecond))
 }
 
-// startPing starts a ping every interval seconds from pod from to pod to,
-// running in from until stopped.
-func startPing(t *testing.T, c *Cluster, ns string, from, to corev1.Pod, interval string) *pinger {
-	t.Helper()
-	pg := &pinger{ns: ns, pod: from.Name, from: from.Spec.NodeName, to: to.Spec.NodeName}
-	podSh(t, c, ns, from.Name, "ping -q -i "+interval+" -W 1 "+to.Status.PodIP+" >/tmp/ping.out 2>&1 & echo $! >/tmp/ping.pid")
-	return pg
-}
-
-// awaitPingReplies waits until each pinger's ping gets replies: the
-// counter of received packets its process keeps is not visible with -q,
-// so it reads the pod's ICMP counter of echo replies twice.
-func awaitPingReplies(t *testing.T, c *Cluster, ps []*pinger) {
-	t.Helper()
-	for _, pg := range ps {
-		first := -1
-		err := netnstest.Poll(time.Minute, func() error {
-			out := podSh(t, c, pg.ns, pg.pod, `grep '^Icmp:' /proc/net/snmp | tail -1`)
-			f := strings.Fields(out)
-			// Icmp: InMsgs InErrors InCsumErrors InDestUnreachs InTimeExcds InParmProbs InSrcQuenchs InRedirects InEchos InEchoReps ...
-			if len(f) < 11 {
-				return fmt.Errorf("ICMP counters of %s: %q", pg.pod, out)
-			}
-			var reps int
-			if _, err := fmt.Sscan(f[10], &reps); err != nil {
-				return err
-			}
-			if first < 0 {
-				first = reps
-			}
-			if reps < first+5 {
-				return fmt.Errorf("ping %s -> %s: no replies (%d, first %d)", pg.from, pg.to, reps, first)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // awaitPingTCP waits until pod from reaches every pod of to by ping and by
 // TCP (the echo server naming itself and seeing from's own address).
 func awaitPingTCP(t *testing.T, c *Cluster, ns string, from corev1.Pod, to []corev1.Pod) {
