@@ -163,11 +163,19 @@ func loadBucket(b *bolt.Bucket) (*Persisted, error) {
 func (s *BoltStore) Save(p *Persisted) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketTop)
+		// A key with nothing to record is deleted: no ring yet, and no
+		// takeovers pending (then the file holds 2.8.1's keys only).
 		for _, kv := range []struct {
-			k []byte
-			v any
-		}{{keyPeerName, p.PeerName}, {keyRing, p.Ring}, {keyOwned, p.Owned}, {keyTentative, p.Tentative}} {
-			if kv.k[0] == 'r' && p.Ring == nil {
+			k    []byte
+			v    any
+			none bool
+		}{
+			{keyPeerName, p.PeerName, false},
+			{keyRing, p.Ring, p.Ring == nil},
+			{keyOwned, p.Owned, false},
+			{keyTentative, p.Tentative, len(p.Tentative) == 0},
+		} {
+			if kv.none {
 				if err := b.Delete(kv.k); err != nil {
 					return err
 				}

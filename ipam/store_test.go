@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/seedf75a49c6/weave/ipam/address"
+	"github.com/weaveworks/mesh"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -156,5 +157,51 @@ func TestEmptyOrMissingDatabaseOpensFresh(t *testing.T) {
 			t.Errorf("%s: Load = %v, %v; want no state", p, got, err)
 		}
 		s.Close()
+	}
+}
+
+// A state with no takeovers pending is saved with 2.8.1's keys only (the
+// file stays one 2.8.1 reads as its own); a pending one adds our key, and
+// its end removes it again.
+func TestSaveWritesOurKeyOnlyWithTakeoversPending(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "weave-netdata.db")
+	s := openStore(t, path)
+	keys := func() []string {
+		var ks []string
+		err := s.db.View(func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketTop).ForEach(func(k, _ []byte) error { ks = append(ks, string(k)); return nil })
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ks
+	}
+	name, err := mesh.PeerNameFromString("aa:00:00:00:00:01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Persisted{PeerName: name}
+	if err := s.Save(p); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(keys(), " "), "ownedAddresses peername version"; got != want {
+		t.Errorf("keys without a ring or takeovers: %q, want %q", got, want)
+	}
+	p.Tentative = []TentativeData{{Token: 1}}
+	if err := s.Save(p); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(keys(), " "), "ownedAddresses peername version "+string(keyTentative); got != want {
+		t.Errorf("keys with a takeover pending: %q, want %q", got, want)
+	}
+	p.Tentative = nil
+	if err := s.Save(p); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(keys(), " "), "ownedAddresses peername version"; got != want {
+		t.Errorf("keys after the takeover ended: %q, want %q", got, want)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
